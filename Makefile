@@ -1,0 +1,53 @@
+# librarewrite: plain GNU Make; `make`, `make check`, `make demo`, `make install`.
+CC ?= cc
+CFLAGS ?= -O2 -g
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+B := build
+
+WARN := -Wall -Wextra
+LIB_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
+	-Iinclude -Isrc $(EXTRA_CFLAGS)
+# Programs and DSOs that use __wr_rare link with the section fragment.
+USER_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -Iinclude $(EXTRA_CFLAGS)
+USER_LDFLAGS := -Wl,-T,rarewrite.ld $(EXTRA_LDFLAGS)
+
+LIB_SRC := $(wildcard src/*.c src/backend/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
+HEADERS := include/rarewrite.h include/rarewrite/list.h
+
+all: $(B)/librarewrite.so $(B)/librarewrite.a $(B)/rarewrite.pc
+
+$(B)/%.o: %.c $(HEADERS) src/internal.h
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+$(B)/librarewrite.so: $(LIB_OBJ) src/exports.map
+	$(CC) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=src/exports.map \
+		-Wl,-soname,librarewrite.so.0 -pthread $(EXTRA_LDFLAGS)
+
+$(B)/librarewrite.a: $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $(LIB_OBJ)
+
+$(B)/rarewrite.pc: rarewrite.pc.in
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' $< > $@
+
+install: all
+	install -d $(DESTDIR)$(INCLUDEDIR)/rarewrite $(DESTDIR)$(LIBDIR)/pkgconfig
+	install -m 644 include/rarewrite.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 include/rarewrite/list.h $(DESTDIR)$(INCLUDEDIR)/rarewrite/
+	install -m 755 $(B)/librarewrite.so $(DESTDIR)$(LIBDIR)/librarewrite.so.0
+	ln -sf librarewrite.so.0 $(DESTDIR)$(LIBDIR)/librarewrite.so
+	install -m 644 $(B)/librarewrite.a rarewrite.ld $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(B)/rarewrite.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+
+include tests/tests.mk
+-include examples/examples.mk
+-include bench/bench.mk
+-include kernel/kernel.mk
+
+clean:
+	rm -rf $(B)
+
+.PHONY: all install clean

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rarewrite.h - data that is read-only at rest and writable only inside a
+ * brief window the program opens itself ("rare write", after Kees Cook's
+ * 2017 kernel series).
+ *
+ * Typical use:
+ *
+ *	#include <rarewrite.h>
+ *
+ *	static const struct handler *handlers[16] __wr_rare;
+ *
+ *	int main(void)
+ *	{
+ *		handlers[0] = &default_handler;    // plain store: before init
+ *		if (rare_write_init() < 0)           // seal
+ *			return 1;
+ *		rare_write(handlers[1], &other);     // the only way in
+ *afterwards handlers[2] = &evil;                 // SIGSEGV
+ *	}
+ *
+ * Build with `cc prog.c $(pkg-config --cflags --libs rarewrite)`: the link
+ * flags carry a linker-script fragment that page-aligns the __wr_rare section
+ * of every program and shared library, so ordinary globals never share a page
+ * with protected data.
+ *
+ * Misuse (a write outside protected memory, an unbalanced rare_write_end(),
+ * rare_write_begin() on a backend without RARE_WRITE_CAP_BEGIN_END, a map
+ * that overlaps an open map, ...) is a bug in the caller: the library prints
+ * one line on stderr naming the call and the address, then calls abort().
+ * Environment failures are reported as -errno by rare_write_init().
+ */
+#ifndef RAREWRITE_H
+#define RAREWRITE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Marks the exported API (the library builds with hidden visibility). */
+#define RAREWRITE_API __attribute__((visibility("default")))
+
+/*
+ * __wr_rare - place a static-storage object in the protected section.
+ *
+ * The object is ordinary writable data until rare_write_init() has run, and
+ * read-only afterwards: only rare_write(), rare_write_memcpy(),
+ * rare_write_memset(), a rare_write_begin()/rare_write_end() window or a
+ * rare_write_map() view can change it. Use it on objects with static storage
+ * duration only (globals and file-scope statics).
+ */
+#define __wr_rare __attribute__((section("rarewrite_data"), used))
+
+/* Direct stores to protected memory are allowed between begin and end. */
+#define RARE_WRITE_CAP_BEGIN_END 0x1u
+/* An open window lets no other thread of the process write. */
+#define RARE_WRITE_CAP_THREAD_LOCAL 0x2u
+
+/*
+ * rare_write_init - choose the backend and seal every __wr_rare section.
+ *
+ * The backend comes from the environment variable RAREWRITE_BACKEND:
+ * "auto" (default when unset or empty), "pkey", "pwrite", "shadow",
+ * "mprotect" or "process". A named backend is never replaced by another.
+ *
+ * Idempotent and thread-safe: later calls return the first call's result
+ * without changing anything. Returns 0, or a negative errno:
+ *   -EINVAL   unknown backend name
+ *   -ENOTSUP  the named backend is not available on this machine or kernel
+ *   other     the system call that failed (memfd_create, mmap, ...)
+ * After a failure nothing is protected and the call may be retried.
+ */
+RAREWRITE_API int rare_write_init(void);
+
+/* Name of the backend in force, or "none" before a successful init. */
+RAREWRITE_API const char *rare_write_backend(void);
+
+/* RARE_WRITE_CAP_* bits of the backend in force; 0 before init. */
+RAREWRITE_API unsigned rare_write_caps(void);
+
+/*
+ * rare_write_memcpy - copy @len bytes from @src to protected memory at @dst.
+ *
+ * [@dst, @dst + @len) must lie wholly inside one protected region (a
+ * __wr_rare section or a rare_pool). An aligned 1, 2, 4 or 8 byte write is
+ * seen by concurrent readers as the old or the new value, never a mix.
+ * Before rare_write_init() this is a checked memcpy().
+ */
+RAREWRITE_API void rare_write_memcpy(void *dst, const void *src, size_t len);
+
+/* rare_write_memset - like memset(), on protected memory; same rules. */
+RAREWRITE_API void rare_write_memset(void *dst, int c, size_t len);
+
+/*
+ * rare_write - assign @val to the protected lvalue @var; evaluates to @var.
+ *
+ * @val is converted as if it initialised an object of @var's type, so a
+ * value of an incompatible type is a compile error or -Wall warning.
+ * @var is evaluated once.
+ */
+#define rare_write(var, val)                                                   \
+	(__extension__({                                                       \
+		__typeof__(var) *rare_write_dst_ = &(var);                     \
+		__typeof__(var) rare_write_val_ = (val);                       \
+		rare_write_memcpy((void *)rare_write_dst_, &rare_write_val_,   \
+				  sizeof(var));                                \
+		*rare_write_dst_;                                              \
+	}))
+
+/*
+ * rare_write_begin/end - open and close a window in which the calling
+ * thread may store directly to protected memory. Windows nest; each begin
+ * needs its end on the same thread. Only on backends with
+ * RARE_WRITE_CAP_BEGIN_END (pkey, mprotect); elsewhere begin aborts.
+ * Whether other threads can write during the window is what
+ * RARE_WRITE_CAP_THREAD_LOCAL says. Keep windows short and do not call
+ * fork() or block inside one.
+ */
+RAREWRITE_API void rare_write_begin(void);
+RAREWRITE_API void rare_write_end(void);
+
+/*
+ * rare_write_map - obtain a writable view of [@addr, @addr + @len).
+ *
+ * Write through .addr, then call rare_write_unmap() to publish. Depending on
+ * the backend .addr is @addr itself (pkey, mprotect: a window is open on the
+ * calling thread), a fresh writable alias (shadow) or a private staging copy
+ * that unmap commits in one write (pwrite, process). Open maps may not
+ * overlap each other. The other members are private to the library.
+ */
+struct rare_write_mapping {
+	void *addr;
+	void *target;
+	size_t len;
+	unsigned long token;
+};
+RAREWRITE_API struct rare_write_mapping rare_write_map(void *addr, size_t len);
+RAREWRITE_API void rare_write_unmap(struct rare_write_mapping m);
+
+/*
+ * Protected pools: dynamic memory under the same protection as __wr_rare.
+ *
+ * rare_pool_create() reserves @capacity bytes of object space (rounded up;
+ * allocator bookkeeping lives in protected memory too) on the process-wide
+ * backend. It needs a successful rare_write_init() first; it returns NULL
+ * with errno set (EPERM before init, EINVAL for capacity 0, ENOMEM, or the
+ * failing system call's errno).
+ *
+ * rare_alloc() returns zeroed protected memory of @size bytes, aligned to
+ * 16 bytes (to the page for sizes above 2 KiB), or NULL with errno ENOMEM
+ * when the pool is full; size 0 returns NULL with errno EINVAL.
+ * rare_free() on NULL does nothing; freeing a pointer the pool did not hand
+ * out, or freeing twice, aborts. Freed memory is zeroed at once.
+ * rare_pool_destroy() unmaps the pool; NULL does nothing.
+ */
+struct rare_pool;
+RAREWRITE_API struct rare_pool *rare_pool_create(size_t capacity);
+RAREWRITE_API void *rare_alloc(struct rare_pool *pool, size_t size);
+RAREWRITE_API void rare_free(struct rare_pool *pool, void *obj);
+RAREWRITE_API void rare_pool_destroy(struct rare_pool *pool);
+
+/*
+ * Internal: each program or shared library that includes this header
+ * registers its own __wr_rare section from a constructor, so that
+ * rare_write_init() finds them all. Not for direct use.
+ */
+RAREWRITE_API void rare_write_register_section_(void *start, void *stop);
+
+extern char __start_rarewrite_data[]
+	__attribute__((weak, visibility("hidden")));
+extern char __stop_rarewrite_data[] __attribute__((weak, visibility("hidden")));
+
+__attribute__((constructor, unused)) static void
+rare_write_register_this_object_(void)
+{
+	rare_write_register_section_(__start_rarewrite_data,
+				     __stop_rarewrite_data);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RAREWRITE_H */

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+/*
+ * memfd.c - regions kept in a memfd and mapped read-only (MAP_SHARED), for
+ * the backends that write through the kernel (pwrite) or through a
+ * short-lived alias (shadow).
+ *
+ * fork() is the trap: a shared mapping and an inherited descriptor would let
+ * parent and child see, and write, each other's data. So the child, before
+ * fork() returns to it, copies every region into a memfd of its own, maps it
+ * over the view and closes the parent's descriptors. The parent holds off
+ * its writers until the child is done copying (the child closes a pipe), so
+ * the copy is a consistent snapshot.
+ *
+ * The views are not mseal()ed: the child must be able to replace them, and
+ * fork isolation wins over sealing.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Writers hold it shared; fork holds it exclusive. */
+static pthread_rwlock_t write_lock = PTHREAD_RWLOCK_INITIALIZER;
+static int fork_pipe[2] = {-1, -1};
+
+void rw_memfd_write_lock(void)
+{
+	pthread_rwlock_rdlock(&write_lock);
+}
+
+void rw_memfd_write_unlock(void)
+{
+	pthread_rwlock_unlock(&write_lock);
+}
+
+/* Fill a new memfd of @len bytes with @contents (NULL: zeroes). */
+static int memfd_filled(size_t len, const void *contents)
+{
+	int fd = memfd_create("rarewrite", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	size_t done = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)len))
+		goto fail;
+	while (contents && done < len) {
+		ssize_t n = pwrite(fd, (const char *)contents + done,
+				   len - done, (off_t)done);
+
+		if (n <= 0)
+			goto fail;
+		done += (size_t)n;
+	}
+	/* Nobody may shrink the file under the view (that would SIGBUS). */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL))
+		goto fail;
+	return fd;
+fail:;
+	int err = errno ? -errno : -EIO;
+
+	close(fd);
+	return err;
+}
+
+/* Map @fd read-only at @at (NULL: anywhere). */
+static void *map_view(int fd, size_t len, void *at)
+{
+	return mmap(at, len, PROT_READ, MAP_SHARED | (at ? MAP_FIXED : 0), fd,
+		    0);
+}
+
+int rw_memfd_adopt(struct rw_region *r)
+{
+	int fd = memfd_filled(r->len, (void *)r->start);
+
+	if (fd < 0)
+		return fd;
+	/* Replaces the section's pages in one step: readers never fault. */
+	if (map_view(fd, r->len, (void *)r->start) == MAP_FAILED) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	r->fd = fd;
+	return 0;
+}
+
+int rw_memfd_create(struct rw_region *r)
+{
+	int fd = memfd_filled(r->len, NULL);
+	void *p;
+
+	if (fd < 0)
+		return fd;
+	p = map_view(fd, r->len, NULL);
+	if (p == MAP_FAILED) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	r->fd = fd;
+	r->start = (uintptr_t)p;
+	return 0;
+}
+
+void rw_memfd_destroy(struct rw_region *r)
+{
+	munmap((void *)r->start, r->len);
+	close(r->fd);
+}
+
+void rw_memfd_fork_prepare(void)
+{
+	pthread_rwlock_wrlock(&write_lock);
+	if (pipe2(fork_pipe, O_CLOEXEC))
+		fork_pipe[0] = fork_pipe[1] = -1;
+}
+
+void rw_memfd_fork_parent(void)
+{
+	char c;
+
+	if (fork_pipe[1] >= 0) {
+		close(fork_pipe[1]);
+		/* EOF once the child has copied (or died). */
+		while (read(fork_pipe[0], &c, 1) < 0 && errno == EINTR)
+			;
+		close(fork_pipe[0]);
+	}
+	fork_pipe[0] = fork_pipe[1] = -1;
+	pthread_rwlock_unlock(&write_lock);
+}
+
+void rw_memfd_fork_child(void)
+{
+	struct rw_region *r;
+
+	rw_for_each_region(r) {
+		int fd;
+
+		if (r->fd < 0 || !r->backend->fork_child ||
+		    r->backend->fork_child != rw_memfd_fork_child)
+			continue;
+		fd = memfd_filled(r->len, (void *)r->start);
+		if (fd < 0 ||
+		    map_view(fd, r->len, (void *)r->start) == MAP_FAILED)
+			rw_die("fork", (void *)r->start,
+			       "child cannot take a private copy of protected "
+			       "memory");
+		close(r->fd);
+		r->fd = fd;
+	}
+	if (fork_pipe[0] >= 0) {
+		close(fork_pipe[0]);
+		close(fork_pipe[1]);
+	}
+	fork_pipe[0] = fork_pipe[1] = -1;
+	pthread_rwlock_init(&write_lock, NULL);
+}

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+/*
+ * copy.c - stores through a writable address that concurrent readers never
+ * see torn: memcpy() may split even an aligned 8-byte copy into smaller or
+ * overlapping stores, so aligned 1/2/4/8-byte units get one store each.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+void rw_store(void *dst, const void *src, size_t len)
+{
+	uintptr_t d = (uintptr_t)dst;
+
+	if (len == 8 && !(d & 7)) {
+		uint64_t v;
+
+		memcpy(&v, src, 8);
+		__atomic_store_n((uint64_t *)dst, v, __ATOMIC_RELAXED);
+	} else if (len == 4 && !(d & 3)) {
+		uint32_t v;
+
+		memcpy(&v, src, 4);
+		__atomic_store_n((uint32_t *)dst, v, __ATOMIC_RELAXED);
+	} else if (len == 2 && !(d & 1)) {
+		uint16_t v;
+
+		memcpy(&v, src, 2);
+		__atomic_store_n((uint16_t *)dst, v, __ATOMIC_RELAXED);
+	} else {
+		memmove(dst, src, len);
+	}
+}
+
+void rw_seg_store(const struct rw_seg *s, void *at)
+{
+	if (s->src)
+		rw_store(at, s->src, s->len);
+	else
+		memset(at, s->fill, s->len);
+}

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * internal.h - what the backend-independent core and the backends share.
+ *
+ * The core (core.c) owns the region table, validates every write against it,
+ * counts windows per thread and dispatches to the backend of the region. A
+ * backend (backend/<name>.c) knows how to make a region read-only and how to
+ * write it anyway; it sees regions and already validated segments, nothing
+ * of the public API.
+ */
+#ifndef RAREWRITE_INTERNAL_H
+#define RAREWRITE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RW_HIDDEN __attribute__((visibility("hidden")))
+
+enum rw_region_kind {
+	RW_REGION_FREE = 0,
+	RW_REGION_SECTION, /* a __wr_rare section of the program or a DSO */
+	RW_REGION_POOL,	   /* memory created for a rare_pool */
+};
+
+/*
+ * One protected range of whole pages. The table of regions lives in pages
+ * the core keeps read-only, so an arbitrary-write bug cannot redirect a
+ * legitimate write by editing it; backends may change their fields only from
+ * the hooks below, which the core calls with the table writable.
+ */
+struct rw_region {
+	enum rw_region_kind kind;
+	bool protected_; /* sealed by its backend (false before init) */
+	uintptr_t start; /* page aligned */
+	size_t len;	 /* whole pages */
+	/* Caller writes must fall in [user_start, start + len); the pool's
+	 * bookkeeping below user_start is written by the library only. */
+	uintptr_t user_start;
+	const struct rw_backend *backend;
+	int fd;		/* memfd behind the region, or -1 */
+	uintptr_t priv; /* backend-private word */
+};
+
+/* One validated write: @len bytes from @src (or of byte @fill when @src is
+ * NULL) to @dst, which lies wholly inside @region. */
+struct rw_seg {
+	struct rw_region *region;
+	void *dst;
+	const void *src;
+	size_t len;
+	int fill;
+};
+
+struct rw_backend {
+	const char *name;
+	unsigned caps; /* RARE_WRITE_CAP_* */
+
+	/* Probe the machine and set up process-wide state: 0 or -errno. */
+	int (*setup)(void);
+	/* Protect existing memory (a section): contents and address kept. */
+	int (*adopt)(struct rw_region *r);
+	/* Create r->len bytes of zeroed protected memory; set r->start. */
+	int (*create)(struct rw_region *r);
+	/* Release what create() made. */
+	void (*destroy)(struct rw_region *r);
+
+	/* Apply @n segments; where the mechanism has windows, one window. */
+	void (*write)(const struct rw_seg *segs, unsigned n);
+
+	/* Open/close the calling thread's window (only with BEGIN_END). The
+	 * core calls them on the outermost begin/end only. */
+	void (*begin)(void);
+	void (*end)(void);
+
+	/* A writable view of [addr, addr + len) inside @r, and its release,
+	 * which publishes what was written through the view. */
+	void *(*map)(struct rw_region *r, void *addr, size_t len);
+	void (*unmap)(struct rw_region *r, void *view, void *addr, size_t len);
+
+	/* fork(): prepare runs in the parent before the fork, parent after
+	 * it, child in the single-threaded child with the table writable;
+	 * each is optional. */
+	void (*fork_prepare)(void);
+	void (*fork_parent)(void);
+	void (*fork_child)(void);
+};
+
+/* Backends, one file each under backend/. */
+extern const struct rw_backend rw_backend_pwrite RW_HIDDEN;
+extern const struct rw_backend rw_backend_shadow RW_HIDDEN;
+extern const struct rw_backend rw_backend_mprotect RW_HIDDEN;
+extern const struct rw_backend rw_backend_pkey RW_HIDDEN;
+extern const struct rw_backend rw_backend_process RW_HIDDEN;
+
+/* core.c */
+RW_HIDDEN extern size_t rw_page_size;
+RW_HIDDEN __attribute__((noreturn, format(printf, 3, 4))) void
+rw_die(const char *call, const void *addr, const char *fmt, ...);
+/* Iterate the live regions (all backends); safe while the table is stable. */
+RW_HIDDEN struct rw_region *rw_region_next(struct rw_region *prev);
+#define rw_for_each_region(r)                                                  \
+	for ((r) = rw_region_next(NULL); (r); (r) = rw_region_next(r))
+/* Open or close the region table for writing (from backend hooks that run
+ * outside create/adopt/fork_child, which already have it open). */
+RW_HIDDEN void rw_table_writable(bool writable);
+
+/* copy.c: stores through a writable address. Aligned 1/2/4/8-byte units
+ * are single stores, so concurrent readers never see them torn. */
+RW_HIDDEN void rw_store(void *dst, const void *src, size_t len);
+/* Apply segment @s through @at, a writable address of s->dst. */
+RW_HIDDEN void rw_seg_store(const struct rw_seg *s, void *at);
+
+/* memfd.c: helpers for the backends whose regions live in a memfd. */
+RW_HIDDEN int rw_memfd_adopt(struct rw_region *r);
+RW_HIDDEN int rw_memfd_create(struct rw_region *r);
+RW_HIDDEN void rw_memfd_destroy(struct rw_region *r);
+RW_HIDDEN void rw_memfd_fork_prepare(void);
+RW_HIDDEN void rw_memfd_fork_parent(void);
+RW_HIDDEN void rw_memfd_fork_child(void);
+RW_HIDDEN void rw_memfd_write_lock(void);
+RW_HIDDEN void rw_memfd_write_unlock(void);
+
+/* core.c, for pool.c and list.c: regions and validated writes. */
+RW_HIDDEN struct rw_region *rw_region_create(size_t len, size_t meta_len);
+RW_HIDDEN void rw_region_destroy(struct rw_region *r);
+/* The region wholly holding [addr, addr + len), or abort naming @call. */
+RW_HIDDEN struct rw_region *rw_region_of(const char *call, const void *addr,
+					 size_t len);
+RW_HIDDEN struct rw_region *rw_region_lookup(const void *addr);
+/* Write validated segments as one operation (one window where possible). */
+RW_HIDDEN void rw_write(const struct rw_seg *segs, unsigned n);
+RW_HIDDEN bool rw_initialised(void);
+
+#endif /* RAREWRITE_INTERNAL_H */

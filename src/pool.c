@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pool.c - protected dynamic memory.
+ *
+ * A pool is one protected region: bookkeeping pages first, then object
+ * pages. The bookkeeping is protected too, so an arbitrary-write bug cannot
+ * bend the allocator into handing out memory twice or somewhere else; the
+ * struct rare_pool pointer is the region's first byte and is checked
+ * against the region table on every call.
+ *
+ * Small objects (up to 2 KiB) come from pages holding one power-of-two size
+ * class each, with a bitmap of used slots per page: 40 bytes of bookkeeping
+ * per 4 KiB page, so a million 32-byte objects cost about 1% over payload.
+ * Larger objects take runs of whole pages. Memory is zeroed when freed, so
+ * allocation writes nothing but bookkeeping.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "rarewrite.h"
+#include "internal.h"
+
+#define POOL_MAGIC 0x72617265706f6f6cULL /* "rarepool" */
+#define MIN_SHIFT 4			 /* 16-byte slots */
+#define NR_CLASSES 8			 /* 16 .. 2048 bytes */
+#define SLOT_WORDS 4			 /* 256 bits: 4096 / 16 slots */
+
+enum page_state {
+	PAGE_FREE = 0,
+	/* 1 .. NR_CLASSES: small objects of class state - 1 */
+	PAGE_LARGE_HEAD = NR_CLASSES + 1,
+	PAGE_LARGE_TAIL,
+};
+
+struct page_meta {
+	uint64_t used_slots[SLOT_WORDS];
+	uint16_t state;
+	uint16_t nr_used;
+	uint32_t run; /* pages in a large run, on its head */
+};
+
+struct rare_pool {
+	uint64_t magic;
+	size_t nr_pages;	   /* object pages */
+	uintptr_t objects;	   /* first object page */
+	size_t bump;		   /* object pages ever handed out */
+	uint32_t hint[NR_CLASSES]; /* a page of the class with free slots */
+	struct page_meta meta[];
+};
+
+/* Allocation is serialised per pool; the locks cannot live in the
+ * read-only pool, so pools hash onto a few of them. */
+static pthread_mutex_t pool_locks[16] = {
+	[0 ... 15] = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static pthread_mutex_t *pool_lock(const struct rare_pool *pool)
+{
+	return &pool_locks[((uintptr_t)pool >> 12) % 16];
+}
+
+static size_t round_up(size_t x, size_t to)
+{
+	return (x + to - 1) / to * to;
+}
+
+static struct rw_region *pool_region(const char *call,
+				     const struct rare_pool *pool)
+{
+	struct rw_region *r = pool ? rw_region_lookup(pool) : NULL;
+
+	if (!r || r->kind != RW_REGION_POOL || r->start != (uintptr_t)pool ||
+	    pool->magic != POOL_MAGIC)
+		rw_die(call, pool, "not a live rare_pool");
+	return r;
+}
+
+struct rare_pool *rare_pool_create(size_t capacity)
+{
+	struct rare_pool head = {.magic = POOL_MAGIC};
+	size_t meta_len;
+	struct rw_region *r;
+	struct rw_seg seg;
+
+	if (!rw_initialised()) {
+		errno = EPERM;
+		return NULL;
+	}
+	if (!capacity || capacity > (SIZE_MAX >> 2)) {
+		errno = capacity ? ENOMEM : EINVAL;
+		return NULL;
+	}
+	head.nr_pages = round_up(capacity, rw_page_size) / rw_page_size;
+	if (head.nr_pages > UINT32_MAX) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	meta_len = round_up(sizeof(head) +
+				    head.nr_pages * sizeof(struct page_meta),
+			    rw_page_size);
+	r = rw_region_create(meta_len + head.nr_pages * rw_page_size, meta_len);
+	if (!r)
+		return NULL;
+	head.objects = r->start + meta_len;
+	for (unsigned c = 0; c < NR_CLASSES; c++)
+		head.hint[c] = UINT32_MAX;
+	seg = (struct rw_seg){.region = r,
+			      .dst = (void *)r->start,
+			      .src = &head,
+			      .len = sizeof(head)};
+	rw_write(&seg, 1);
+	return (struct rare_pool *)r->start;
+}
+
+void rare_pool_destroy(struct rare_pool *pool)
+{
+	if (!pool)
+		return;
+	rw_region_destroy(pool_region("rare_pool_destroy", pool));
+}
+
+static unsigned size_class(size_t size)
+{
+	unsigned c = 0;
+
+	while (((size_t)1 << (c + MIN_SHIFT)) < size)
+		c++;
+	return c;
+}
+
+static unsigned slots_of(unsigned c)
+{
+	return (unsigned)(4096 >> (c + MIN_SHIFT));
+}
+
+static void *page_addr(const struct rare_pool *pool, size_t page)
+{
+	return (void *)(pool->objects + page * rw_page_size);
+}
+
+/* Write the bookkeeping of @pool: @n copies of struct fields. */
+static void meta_write(struct rw_region *r, void *dst, const void *src,
+		       size_t len)
+{
+	struct rw_seg seg = {.region = r, .dst = dst, .src = src, .len = len};
+
+	rw_write(&seg, 1);
+}
+
+/* A page of the class with a free slot, or a fresh one; SIZE_MAX if none. */
+static size_t page_for_class(struct rw_region *r, struct rare_pool *pool,
+			     unsigned c)
+{
+	size_t p = pool->hint[c];
+	uint32_t hint;
+
+	if (p < pool->bump && pool->meta[p].state == c + 1 &&
+	    pool->meta[p].nr_used < slots_of(c))
+		return p;
+	for (p = 0; p < pool->bump; p++)
+		if (pool->meta[p].state == c + 1 &&
+		    pool->meta[p].nr_used < slots_of(c))
+			goto found;
+	for (p = 0; p < pool->bump; p++)
+		if (pool->meta[p].state == PAGE_FREE)
+			goto found;
+	if (pool->bump == pool->nr_pages)
+		return SIZE_MAX;
+	p = pool->bump;
+	meta_write(r, &pool->bump, &(size_t){p + 1}, sizeof(pool->bump));
+found:
+	hint = (uint32_t)p;
+	meta_write(r, &pool->hint[c], &hint, sizeof(hint));
+	return p;
+}
+
+static void *alloc_small(struct rw_region *r, struct rare_pool *pool,
+			 unsigned c)
+{
+	size_t p = page_for_class(r, pool, c);
+	struct page_meta m;
+	unsigned slot;
+
+	if (p == SIZE_MAX)
+		return NULL;
+	m = pool->meta[p];
+	if (m.state == PAGE_FREE)
+		m.state = (uint16_t)(c + 1);
+	for (slot = 0; slot < slots_of(c); slot++)
+		if (!(m.used_slots[slot / 64] & (1ULL << (slot % 64))))
+			break;
+	m.used_slots[slot / 64] |= 1ULL << (slot % 64);
+	m.nr_used++;
+	meta_write(r, &pool->meta[p], &m, sizeof(m));
+	return (char *)page_addr(pool, p) + ((size_t)slot << (c + MIN_SHIFT));
+}
+
+static void *alloc_large(struct rw_region *r, struct rare_pool *pool,
+			 size_t size)
+{
+	size_t n = round_up(size, rw_page_size) / rw_page_size;
+	size_t p, run = 0;
+	struct page_meta head = {.state = PAGE_LARGE_HEAD};
+	struct page_meta tail = {.state = PAGE_LARGE_TAIL};
+
+	if (n > pool->nr_pages)
+		return NULL;
+	/* First fit among freed pages, else from the untouched end. */
+	for (p = 0; p < pool->bump && run < n; p++)
+		run = pool->meta[p].state == PAGE_FREE ? run + 1 : 0;
+	if (run == n) {
+		p -= n;
+	} else {
+		p = pool->bump - run;
+		if (pool->nr_pages - p < n)
+			return NULL;
+		meta_write(r, &pool->bump, &(size_t){p + n},
+			   sizeof(pool->bump));
+	}
+	head.run = (uint32_t)n;
+	for (size_t i = 1; i < n; i++)
+		meta_write(r, &pool->meta[p + i], &tail, sizeof(tail));
+	meta_write(r, &pool->meta[p], &head, sizeof(head));
+	return page_addr(pool, p);
+}
+
+void *rare_alloc(struct rare_pool *pool, size_t size)
+{
+	struct rw_region *r = pool_region("rare_alloc", pool);
+	void *obj;
+
+	if (!size) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pthread_mutex_lock(pool_lock(pool));
+	if (size <= ((size_t)1 << (MIN_SHIFT + NR_CLASSES - 1)))
+		obj = alloc_small(r, pool, size_class(size));
+	else
+		obj = alloc_large(r, pool, size);
+	pthread_mutex_unlock(pool_lock(pool));
+	if (!obj)
+		errno = ENOMEM;
+	return obj;
+}
+
+void rare_free(struct rare_pool *pool, void *obj)
+{
+	struct rw_region *r;
+	struct page_meta m;
+	uintptr_t off;
+	size_t p;
+
+	if (!obj)
+		return;
+	r = pool_region("rare_free", pool);
+	off = (uintptr_t)obj - pool->objects;
+	p = off / rw_page_size;
+	if ((uintptr_t)obj < pool->objects || p >= pool->bump)
+		rw_die("rare_free", obj, "not allocated from pool %p",
+		       (void *)pool);
+	pthread_mutex_lock(pool_lock(pool));
+	m = pool->meta[p];
+	if (m.state >= 1 && m.state <= NR_CLASSES) {
+		unsigned c = m.state - 1u;
+		size_t slot = (off % rw_page_size) >> (c + MIN_SHIFT);
+		uint64_t bit = 1ULL << (slot % 64);
+		struct rw_seg segs[2];
+
+		if (off % ((size_t)1 << (c + MIN_SHIFT)) ||
+		    !(m.used_slots[slot / 64] & bit)) {
+			pthread_mutex_unlock(pool_lock(pool));
+			rw_die("rare_free", obj,
+			       "double free or not an object start");
+		}
+		m.used_slots[slot / 64] &= ~bit;
+		m.nr_used--;
+		if (!m.nr_used)
+			m.state = PAGE_FREE; /* any class may reuse it */
+		segs[0] = (struct rw_seg){.region = r,
+					  .dst = obj,
+					  .len = (size_t)1 << (c + MIN_SHIFT)};
+		segs[1] = (struct rw_seg){.region = r,
+					  .dst = &pool->meta[p],
+					  .src = &m,
+					  .len = sizeof(m)};
+		rw_write(segs, 2);
+	} else if (m.state == PAGE_LARGE_HEAD && !(off % rw_page_size)) {
+		size_t n = m.run;
+		struct rw_seg segs[2] = {
+			{.region = r, .dst = obj, .len = n * rw_page_size},
+			{.region = r,
+			 .dst = &pool->meta[p],
+			 .len = n * sizeof(m)},
+		};
+
+		rw_write(segs, 2);
+	} else {
+		pthread_mutex_unlock(pool_lock(pool));
+		rw_die("rare_free", obj, "double free or not an object start");
+	}
+	pthread_mutex_unlock(pool_lock(pool));
+}
