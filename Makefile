@@ -26,6 +26,7 @@ $(B)/%.o: %.c $(HEADERS) src/internal.h
 $(B)/librarewrite.so: $(LIB_OBJ) src/exports.map
 	$(CC) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=src/exports.map \
 		-Wl,-soname,librarewrite.so.0 -pthread $(EXTRA_LDFLAGS)
+	ln -sf librarewrite.so $(B)/librarewrite.so.0
 
 $(B)/librarewrite.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $(LIB_OBJ)
@@ -46,6 +47,8 @@ include tests/tests.mk
 -include examples/examples.mk
 -include bench/bench.mk
 -include kernel/kernel.mk
+-include vm/vm.mk
+-include fuzz/fuzz.mk
 
 clean:
 	rm -rf $(B)

@@ -1,0 +1,26 @@
+# Tests: one runner binary from tests/*.c, linked against the shared library
+# and a test DSO that has a __wr_rare section of its own.
+TEST_SRC := $(filter-out tests/dso_lib.c,$(wildcard tests/*.c))
+TEST_BIN := $(B)/tests/run
+
+$(B)/tests/libdso.so: tests/dso_lib.c $(HEADERS) $(B)/librarewrite.so
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -fPIC -shared $< -o $@ $(USER_LDFLAGS) \
+		-L$(B) -lrarewrite
+
+$(TEST_BIN): $(TEST_SRC) tests/harness.h $(HEADERS) $(B)/librarewrite.so $(B)/tests/libdso.so
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -Itests $(TEST_SRC) -o $@ $(USER_LDFLAGS) \
+		-L$(B) -L$(B)/tests -ldso -lrarewrite -pthread \
+		-Wl,-rpath,'$$ORIGIN/..' -Wl,-rpath,'$$ORIGIN'
+
+check: $(TEST_BIN)
+	$(TEST_BIN)
+
+# The same suite under AddressSanitizer and UndefinedBehaviorSanitizer.
+check-asan:
+	$(MAKE) B=build-asan EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer" \
+		EXTRA_LDFLAGS="-fsanitize=address,undefined" build-asan/tests/run
+	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 build-asan/tests/run
+
+.PHONY: check check-asan

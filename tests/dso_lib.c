@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: MIT
+/* A shared library with a __wr_rare section of its own, for the DSO tests. */
+#include <rarewrite.h>
+
+long dso_protected __wr_rare = 7;
+long dso_plain = 8;
+
+long *dso_protected_addr(void)
+{
+	return &dso_protected;
+}
+
+void dso_rare_set(long v)
+{
+	rare_write(dso_protected, v);
+}
