@@ -17,7 +17,7 @@ LIB_SRC := $(wildcard src/*.c src/backend/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 HEADERS := include/rarewrite.h include/rarewrite/list.h
 
-all: $(B)/librarewrite.so $(B)/librarewrite.a $(B)/rarewrite.pc
+all: $(B)/librarewrite.so $(B)/librarewrite.a
 
 $(B)/%.o: %.c $(HEADERS) src/internal.h
 	@mkdir -p $(dir $@)
@@ -31,9 +31,6 @@ $(B)/librarewrite.so: $(LIB_OBJ) src/exports.map
 $(B)/librarewrite.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $(LIB_OBJ)
 
-$(B)/rarewrite.pc: rarewrite.pc.in
-	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' $< > $@
-
 install: all
 	install -d $(DESTDIR)$(INCLUDEDIR)/rarewrite $(DESTDIR)$(LIBDIR)/pkgconfig
 	install -m 644 include/rarewrite.h $(DESTDIR)$(INCLUDEDIR)/
@@ -41,7 +38,8 @@ install: all
 	install -m 755 $(B)/librarewrite.so $(DESTDIR)$(LIBDIR)/librarewrite.so.0
 	ln -sf librarewrite.so.0 $(DESTDIR)$(LIBDIR)/librarewrite.so
 	install -m 644 $(B)/librarewrite.a rarewrite.ld $(DESTDIR)$(LIBDIR)/
-	install -m 644 $(B)/rarewrite.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		rarewrite.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/rarewrite.pc
 
 include tests/tests.mk
 -include examples/examples.mk

@@ -24,3 +24,19 @@ check-asan:
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 build-asan/tests/run
 
 .PHONY: check check-asan
+
+# Install into a staging prefix and build the demo exactly as a user would:
+# cc prog.c $(pkg-config --cflags --libs rarewrite), shared and static.
+STAGE := $(abspath $(B))/stage
+check-install:
+	$(MAKE) install PREFIX=$(STAGE)
+	PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig sh -c '$(CC) examples/handlers.c -o $(B)/handlers-installed $$(pkg-config --cflags --libs rarewrite) -pthread && \
+		$(CC) -static examples/handlers.c -o $(B)/handlers-installed-static $$(pkg-config --static --cflags --libs rarewrite)'
+	LD_LIBRARY_PATH=$(STAGE)/lib RAREWRITE_BACKEND=pwrite $(B)/handlers-installed
+	RAREWRITE_BACKEND=mprotect $(B)/handlers-installed-static
+	@# Linked without the fragment, init must refuse loudly (SIGABRT = 134).
+	$(CC) -Iinclude examples/handlers.c -o $(B)/handlers-no-fragment $(B)/librarewrite.a -pthread
+	$(B)/handlers-no-fragment 2>$(B)/no-fragment.err; test $$? -eq 134 && grep -q 'pkg-config' $(B)/no-fragment.err
+	@echo "check-install: ok"
+
+.PHONY: check-install

@@ -1,0 +1,15 @@
+# The demo: the handler table example, run on every backend.
+DEMO_BACKENDS ?= auto pkey pwrite shadow mprotect process
+
+$(B)/examples/handlers: examples/handlers.c $(HEADERS) $(B)/librarewrite.a
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) $< -o $@ $(USER_LDFLAGS) $(B)/librarewrite.a -pthread
+
+# A backend this machine lacks is reported, not counted as a failure.
+demo: $(B)/examples/handlers
+	@for b in $(DEMO_BACKENDS); do \
+		RAREWRITE_BACKEND=$$b $(B)/examples/handlers; rc=$$?; \
+		[ $$rc -eq 0 ] || [ $$rc -eq 2 ] || exit 1; \
+	done
+
+.PHONY: demo
