@@ -44,11 +44,14 @@ install: all
 include tests/tests.mk
 -include examples/examples.mk
 -include bench/bench.mk
--include kernel/kernel.mk
 -include vm/vm.mk
 -include fuzz/fuzz.mk
+
+# The kernel port: patch, build and boot Linux 6.12 under QEMU (kernel/README.md).
+kernel-check:
+	kernel/run
 
 clean:
 	rm -rf $(B)
 
-.PHONY: all install clean
+.PHONY: all install clean kernel-check
