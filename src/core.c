@@ -96,7 +96,8 @@ struct rw_region *rw_region_next(struct rw_region *prev)
 	unsigned nr = __atomic_load_n(&table.nr_regions, __ATOMIC_ACQUIRE);
 
 	for (; r < table.regions + nr; r++)
-		if (r->kind != RW_REGION_FREE)
+		if (__atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) !=
+		    RW_REGION_FREE)
 			return r;
 	return NULL;
 }
@@ -307,8 +308,13 @@ static struct rw_region *region_alloc(void)
 	return &table.regions[table.nr_regions];
 }
 
-static void region_publish(struct rw_region *r)
+/*
+ * Make a filled-in slot visible to lock-free lookups: the kind goes last, so
+ * a reader never matches a half-written region.
+ */
+static void region_publish(struct rw_region *r, enum rw_region_kind kind)
 {
+	__atomic_store_n(&r->kind, kind, __ATOMIC_RELEASE);
 	if (r == &table.regions[table.nr_regions])
 		__atomic_store_n(&table.nr_regions, table.nr_regions + 1,
 				 __ATOMIC_RELEASE);
@@ -343,18 +349,16 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len)
 		err = -ENOMEM;
 		goto out;
 	}
-	*r = (struct rw_region){.kind = RW_REGION_POOL,
+	*r = (struct rw_region){.kind = RW_REGION_FREE,
 				.len = len,
 				.backend = table.backend,
 				.fd = -1};
 	err = r->backend->create(r);
-	if (err) {
-		r->kind = RW_REGION_FREE;
+	if (err)
 		goto out;
-	}
 	r->user_start = r->start + meta_len;
 	r->protected_ = true;
-	region_publish(r);
+	region_publish(r, RW_REGION_POOL);
 out:
 	rw_table_writable(false);
 	pthread_mutex_unlock(&registry_lock);
@@ -372,6 +376,7 @@ void rw_region_destroy(struct rw_region *r)
 		       "called inside an open window");
 	pthread_mutex_lock(&registry_lock);
 	rw_table_writable(true);
+	__atomic_store_n(&r->kind, RW_REGION_FREE, __ATOMIC_RELEASE);
 	r->backend->destroy(r);
 	*r = (struct rw_region){.kind = RW_REGION_FREE, .fd = -1};
 	rw_table_writable(false);
@@ -403,7 +408,7 @@ void rare_write_register_section_(void *start, void *stop)
 	r = region_alloc();
 	if (!r)
 		rw_die("rare_write_init", start, "too many protected regions");
-	*r = (struct rw_region){.kind = RW_REGION_SECTION,
+	*r = (struct rw_region){.kind = RW_REGION_FREE,
 				.start = (uintptr_t)start,
 				.len = (size_t)((char *)stop - (char *)start),
 				.user_start = (uintptr_t)start,
@@ -418,7 +423,7 @@ void rare_write_register_section_(void *start, void *stop)
 			       strerror(-err));
 		r->protected_ = true;
 	}
-	region_publish(r);
+	region_publish(r, RW_REGION_SECTION);
 	rw_table_writable(false);
 	pthread_mutex_unlock(&registry_lock);
 }
