@@ -8,14 +8,27 @@ $(B)/tests/libdso.so: tests/dso_lib.c $(HEADERS) $(B)/librarewrite.so
 	$(CC) $(USER_CFLAGS) -fPIC -shared $< -o $@ $(USER_LDFLAGS) \
 		-L$(B) -lrarewrite
 
-$(TEST_BIN): $(TEST_SRC) tests/harness.h $(HEADERS) $(B)/librarewrite.so $(B)/tests/libdso.so
+$(TEST_BIN): $(TEST_SRC) tests/harness.h tests/testutil.h $(HEADERS) $(B)/librarewrite.so $(B)/tests/libdso.so
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -Itests $(TEST_SRC) -o $@ $(USER_LDFLAGS) \
 		-L$(B) -L$(B)/tests -ldso -lrarewrite -pthread \
 		-Wl,-rpath,'$$ORIGIN/..' -Wl,-rpath,'$$ORIGIN'
 
-check: $(TEST_BIN)
+check: $(TEST_BIN) check-compile-fail
 	$(TEST_BIN)
+
+# rare_write() is type-checked: tests/compile_fail/ok_*.c must compile with
+# -Werror, every tests/compile_fail/fail_*.c must not.
+check-compile-fail:
+	@for f in tests/compile_fail/ok_*.c; do \
+		$(CC) $(USER_CFLAGS) -Werror -fsyntax-only $$f || \
+			{ echo "FAIL compile-fail control $$f"; exit 1; }; \
+	done; \
+	for f in tests/compile_fail/fail_*.c; do \
+		if $(CC) $(USER_CFLAGS) -Werror -fsyntax-only $$f 2>/dev/null; \
+		then echo "FAIL compile-fail $$f compiled"; exit 1; fi; \
+		echo "ok   compile-fail $$f"; \
+	done
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 check-asan:
@@ -23,7 +36,7 @@ check-asan:
 		EXTRA_LDFLAGS="-fsanitize=address,undefined" build-asan/tests/run
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 build-asan/tests/run
 
-.PHONY: check check-asan
+.PHONY: check check-asan check-compile-fail
 
 # Install into a staging prefix and build the demo exactly as a user would:
 # cc prog.c $(pkg-config --cflags --libs rarewrite), shared and static.
