@@ -201,7 +201,8 @@ static void *alloc_small(struct rw_region *r, struct rare_pool *pool,
 static void *alloc_large(struct rw_region *r, struct rare_pool *pool,
 			 size_t size)
 {
-	size_t n = round_up(size, rw_page_size) / rw_page_size;
+	/* Not round_up(): sizes near SIZE_MAX would wrap to 0 pages. */
+	size_t n = size / rw_page_size + (size % rw_page_size != 0);
 	size_t p, run = 0;
 	struct page_meta head = {.state = PAGE_LARGE_HEAD};
 	struct page_meta tail = {.state = PAGE_LARGE_TAIL};
