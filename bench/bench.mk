@@ -1,0 +1,22 @@
+# The benchmark: `make bench` builds and runs it (tables on stdout, CSV in
+# build/bench/results.csv); `make bench-plot` draws bench/results.png from
+# the last run. BENCH_QUICK=1 makes a short run (CI).
+BENCH_SRC := $(wildcard bench/*.c)
+BENCH_BIN := $(B)/bench/bench
+BENCH_OUT := $(B)/bench
+
+$(BENCH_BIN): $(BENCH_SRC) bench/bench.h $(HEADERS) $(B)/librarewrite.so
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -Ibench $(BENCH_SRC) -o $@ $(USER_LDFLAGS) \
+		-L$(B) -lrarewrite -pthread -Wl,-rpath,'$$ORIGIN/..'
+
+bench: $(BENCH_BIN)
+	$(BENCH_BIN) $(BENCH_OUT) | tee $(BENCH_OUT)/results.md
+
+bench-plot:
+	@test -f $(BENCH_OUT)/plot.dat || $(MAKE) bench
+	@command -v gnuplot >/dev/null 2>&1 || \
+		{ apt-get update && apt-get install -y gnuplot-nox; }
+	gnuplot -e "dir='$(BENCH_OUT)'; out='bench/results.png'" bench/plot.gp
+
+.PHONY: bench bench-plot
