@@ -1,0 +1,2 @@
+# Attack matrix, fuzzing and stress (issue 6).
+include tests/attack.mk

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * attack.h - the attack matrix: scenarios that attack the library the way an
+ * exploit would, each in a forked child, and the table (attack_table.c) of
+ * what each backend is documented to stop.
+ *
+ * A scenario is a function run in a fresh child after rare_write_init(). It
+ * calls attack_begin() right before the hostile step; a death by SIGSEGV,
+ * SIGBUS or SIGABRT after that point counts as "blocked" (the store faulted
+ * or the library caught it), a death before it is a harness error. A
+ * scenario that survives reports what it saw with attack_report().
+ *
+ * Every TEST(attack_*) compares the result with the table for the backend in
+ * force and fails when they differ in either direction; `make attack-matrix`
+ * prints all of it as a markdown table.
+ */
+#ifndef RAREWRITE_TEST_ATTACK_H
+#define RAREWRITE_TEST_ATTACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness.h"
+
+enum attack_result {
+	ATTACK_UNSET = 0,
+	ATTACK_BLOCKED,
+	ATTACK_OPEN,
+	ATTACK_NA,
+	ATTACK_ERROR,
+};
+
+/* The backends, in the order of the matrix's columns. */
+#define ATTACK_NR_BACKENDS 5
+extern const char *const attack_backends[ATTACK_NR_BACKENDS];
+
+struct attack {
+	const char *id;	  /* "1a": scenario number and variant */
+	const char *what; /* one line for the README */
+	void (*fn)(void);
+};
+
+/* The expectations: one row per scenario, one column per backend. */
+struct attack_expect {
+	const char *id;
+	enum attack_result result[ATTACK_NR_BACKENDS];
+};
+extern const struct attack_expect attack_table[];
+extern const size_t attack_table_len;
+
+/* Register a scenario and its TEST() case. */
+#define ATTACK(id_, name_, what_)                                              \
+	static void attack_fn_##name_(void);                                   \
+	static const struct attack attack_def_##name_ = {id_, what_,           \
+							 attack_fn_##name_};   \
+	__attribute__((used,                                                   \
+		       section("rw_attacks"))) static const struct attack      \
+		*const attack_ptr_##name_ = &attack_def_##name_;               \
+	TEST(attack_##name_, EXPECT_PASS)                                      \
+	{                                                                      \
+		attack_check(&attack_def_##name_);                             \
+	}                                                                      \
+	static void attack_fn_##name_(void)
+
+/* In the attack child. */
+void attack_begin(void); /* the hostile step starts now */
+__attribute__((noreturn)) void attack_report(enum attack_result r,
+					     const char *fmt, ...);
+/* Report OPEN when @landed, else BLOCKED, with a note. */
+__attribute__((noreturn)) void attack_verdict(bool landed, const char *what);
+
+/* A store the compiler cannot drop, move or instrument (the attacker's
+ * arbitrary-write primitive). */
+static inline void attack_store64(void *addr, uint64_t v)
+{
+	__asm__ volatile("movq %1, (%0)" : : "r"(addr), "r"(v) : "memory");
+}
+
+static inline uint64_t attack_load64(const void *addr)
+{
+	return __atomic_load_n((const uint64_t *)addr, __ATOMIC_RELAXED);
+}
+
+/* Store @v at @addr and report whether the store itself faulted (true: it
+ * went through). Recovers from SIGSEGV/SIGBUS on the calling thread. */
+bool attack_try_store64(void *addr, uint64_t v);
+
+/* Store repeatedly from a second thread while @fn(@arg) runs windows in a
+ * loop on the calling thread, until @addr holds @v or @seconds pass. Returns
+ * true when the store landed. */
+bool attack_race(void *addr, uint64_t v, void (*fn)(void *), void *arg,
+		 double seconds);
+
+/* Address of a file-local object of the library (from its ELF symbol table;
+ * test-only, no API), or NULL. TLS symbols give the calling thread's copy. */
+void *attack_lib_sym(const char *name);
+
+/* Run @a against the backend in RAREWRITE_BACKEND; the backend in force
+ * comes back in @backend. */
+enum attack_result attack_run(const struct attack *a, char *note,
+			      size_t note_len, char *backend,
+			      size_t backend_len);
+/* The TEST() body: run, compare with the table, fail on a difference. */
+void attack_check(const struct attack *a);
+enum attack_result attack_expected(const char *id, const char *backend);
+const char *attack_result_name(enum attack_result r);
+
+#define ATTACK_MARKER 0x4141414141414141ULL
+
+#endif /* RAREWRITE_TEST_ATTACK_H */

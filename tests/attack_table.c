@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+/*
+ * attack_table.c - THE table: what each backend is documented to stop.
+ * README.md reproduces it (`build/tests/attack-matrix --expected`), the
+ * attack_* TEST() cases fail when reality differs from it in either
+ * direction. Change a cell only together with the README's explanation.
+ */
+#include "attack.h"
+
+#define B ATTACK_BLOCKED
+#define O ATTACK_OPEN
+#define NA ATTACK_NA
+
+/* Columns: pkey, pwrite, shadow, mprotect, process */
+const struct attack_expect attack_table[] = {
+	{"1a", {B, B, B, B, B}},     {"1b", {B, B, B, B, B}},
+	{"2a", {B, B, B, O, B}},     {"2b", {B, B, B, O, B}},
+	{"3", {B, B, B, B, B}},	     {"4", {B, B, B, B, B}},
+	{"5a", {B, B, B, B, B}},     {"5b", {B, B, O, O, B}},
+	{"6a", {B, O, O, O, O}},     {"6b", {B, O, O, O, O}},
+	{"6c", {B, O, O, O, O}},     {"7a", {B, B, B, B, B}},
+	{"7b", {O, O, O, O, O}},     {"7c", {NA, NA, NA, B, NA}},
+	{"7d", {NA, NA, NA, O, NA}}, {"7e", {B, B, B, B, B}},
+	{"7f", {O, NA, NA, O, NA}},  {"7g", {B, O, B, B, O}},
+	{"8a", {B, B, B, B, B}},     {"8b", {B, B, B, B, B}},
+	{"8c", {B, B, B, B, B}},     {"9", {B, NA, NA, NA, NA}},
+};
+const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

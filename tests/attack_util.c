@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: MIT
+/*
+ * attack_util.c - running attack scenarios in children, recovering from
+ * faults, racing windows, finding the library's private objects, and (built
+ * with -DRW_ATTACK_MATRIX_MAIN) the `make attack-matrix` program.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "attack.h"
+
+const char *const attack_backends[ATTACK_NR_BACKENDS] = {
+	"pkey", "pwrite", "shadow", "mprotect", "process"};
+
+/* Shared with the attack child: what it saw. */
+struct report {
+	enum attack_result result;
+	bool attacking;
+	char backend[32];
+	char note[200];
+};
+static struct report *report;
+
+const char *attack_result_name(enum attack_result r)
+{
+	switch (r) {
+	case ATTACK_BLOCKED:
+		return "blocked";
+	case ATTACK_OPEN:
+		return "open";
+	case ATTACK_NA:
+		return "n/a";
+	case ATTACK_ERROR:
+		return "error";
+	default:
+		return "unset";
+	}
+}
+
+void attack_begin(void)
+{
+	__atomic_store_n(&report->attacking, true, __ATOMIC_SEQ_CST);
+}
+
+void attack_report(enum attack_result r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(report->note, sizeof(report->note), fmt, ap);
+	va_end(ap);
+	__atomic_store_n(&report->result, r, __ATOMIC_SEQ_CST);
+	_exit(0);
+}
+
+void attack_verdict(bool landed, const char *what)
+{
+	if (landed)
+		attack_report(ATTACK_OPEN, "%s landed", what);
+	attack_report(ATTACK_BLOCKED, "%s did not land", what);
+}
+
+/* ---- fault recovery ---- */
+
+static __thread sigjmp_buf *fault_jmp;
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	sigjmp_buf *j = fault_jmp;
+
+	(void)si;
+	(void)uc;
+	if (j) {
+		fault_jmp = NULL;
+		siglongjmp(*j, 1);
+	}
+	/* Not an expected fault: die of it. */
+	signal(sig, SIG_DFL);
+}
+
+static void install_on_fault(void)
+{
+	struct sigaction sa = {.sa_sigaction = on_fault,
+			       .sa_flags = SA_SIGINFO | SA_NODEFER};
+
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+bool attack_try_store64(void *addr, uint64_t v)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	sigjmp_buf j;
+
+	pthread_once(&once, install_on_fault);
+	if (sigsetjmp(j, 1))
+		return false;
+	fault_jmp = &j;
+	attack_store64(addr, v);
+	fault_jmp = NULL;
+	return true;
+}
+
+/* ---- racing a window from another thread ---- */
+
+struct race {
+	void *addr;
+	uint64_t v;
+	bool stop, landed;
+};
+
+static void *racer(void *p)
+{
+	struct race *r = p;
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
+		if (attack_try_store64(r->addr, r->v) &&
+		    attack_load64(r->addr) == r->v) {
+			__atomic_store_n(&r->landed, true, __ATOMIC_SEQ_CST);
+			break;
+		}
+	}
+	return NULL;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+bool attack_race(void *addr, uint64_t v, void (*fn)(void *), void *arg,
+		 double seconds)
+{
+	struct race r = {addr, v, false, false};
+	double end = now() + seconds;
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, racer, &r))
+		attack_report(ATTACK_ERROR, "pthread_create failed");
+	while (!__atomic_load_n(&r.landed, __ATOMIC_SEQ_CST) && now() < end)
+		for (int i = 0; i < 64; i++)
+			fn(arg);
+	__atomic_store_n(&r.stop, true, __ATOMIC_SEQ_CST);
+	pthread_join(t, NULL);
+	return r.landed || attack_load64(addr) == v;
+}
+
+/* ---- the library's private objects, from its ELF symbol table ---- */
+
+struct tls_find {
+	uintptr_t base;
+	void *tls;
+};
+
+static int find_tls(struct dl_phdr_info *info, size_t size, void *p)
+{
+	struct tls_find *f = p;
+
+	(void)size;
+	if (info->dlpi_addr == f->base) {
+		f->tls = info->dlpi_tls_data;
+		return 1;
+	}
+	return 0;
+}
+
+void *attack_lib_sym(const char *name)
+{
+	Dl_info info;
+	struct stat st;
+	void *result = NULL;
+	int fd;
+
+	if (!dladdr((void *)rare_write_init, &info) || !info.dli_fname)
+		return NULL;
+	fd = open(info.dli_fname[0] ? info.dli_fname : "/proc/self/exe",
+		  O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0) {
+		const char *f = mmap(NULL, (size_t)st.st_size, PROT_READ,
+				     MAP_PRIVATE, fd, 0);
+		const Elf64_Ehdr *eh = (const void *)f;
+
+		if (f != MAP_FAILED) {
+			const Elf64_Shdr *sh = (const void *)(f + eh->e_shoff);
+			uintptr_t base = eh->e_type == ET_DYN
+						 ? (uintptr_t)info.dli_fbase
+						 : 0;
+
+			for (unsigned i = 0; i < eh->e_shnum && !result; i++) {
+				const Elf64_Sym *sym;
+				const char *strtab;
+				size_t n;
+
+				if (sh[i].sh_type != SHT_SYMTAB)
+					continue;
+				sym = (const void *)(f + sh[i].sh_offset);
+				strtab = f + sh[sh[i].sh_link].sh_offset;
+				n = sh[i].sh_size / sizeof(*sym);
+				for (size_t k = 0; k < n; k++) {
+					unsigned type =
+						ELF64_ST_TYPE(sym[k].st_info);
+
+					if (strcmp(strtab + sym[k].st_name,
+						   name) ||
+					    (type != STT_OBJECT &&
+					     type != STT_TLS))
+						continue;
+					if (type == STT_TLS) {
+						struct tls_find tf = {base,
+								      NULL};
+
+						dl_iterate_phdr(find_tls, &tf);
+						if (tf.tls)
+							result =
+								(char *)tf.tls +
+								sym[k].st_value;
+					} else {
+						result =
+							(void *)(base +
+								 sym[k].st_value);
+					}
+					break;
+				}
+			}
+			munmap((void *)f, (size_t)st.st_size);
+		}
+	}
+	close(fd);
+	return result;
+}
+
+/* ---- running a scenario ---- */
+
+enum attack_result attack_run(const struct attack *a, char *note,
+			      size_t note_len, char *backend,
+			      size_t backend_len)
+{
+	enum attack_result res;
+	int status;
+	pid_t pid;
+
+	report = mmap(NULL, sizeof(*report), PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (report == MAP_FAILED) {
+		snprintf(note, note_len, "mmap: %s", strerror(errno));
+		return ATTACK_ERROR;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(note, note_len, "fork: %s", strerror(errno));
+		return ATTACK_ERROR;
+	}
+	if (!pid) {
+		int err;
+
+		alarm(60);
+		if (!getenv("RAREWRITE_TEST_VERBOSE")) {
+			int null = open("/dev/null", O_WRONLY);
+
+			if (null >= 0)
+				dup2(null, STDERR_FILENO);
+		}
+		err = rare_write_init();
+		snprintf(report->backend, sizeof(report->backend), "%s",
+			 rare_write_backend());
+		if (err)
+			attack_report(ATTACK_ERROR, "rare_write_init: %s",
+				      strerror(-err));
+		a->fn();
+		attack_report(ATTACK_ERROR, "scenario returned no verdict");
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	res = report->result;
+	snprintf(backend, backend_len, "%s", report->backend);
+	snprintf(note, note_len, "%s", report->note);
+	if (res == ATTACK_UNSET) {
+		int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+
+		if ((sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT) &&
+		    report->attacking) {
+			res = ATTACK_BLOCKED;
+			snprintf(note, note_len, "attacker killed by %s",
+				 sig == SIGABRT ? "SIGABRT (library check)"
+						: strsignal(sig));
+		} else {
+			res = ATTACK_ERROR;
+			snprintf(note, note_len,
+				 "child ended with status %#x%s", status,
+				 report->attacking ? "" : " before attacking");
+		}
+	}
+	munmap(report, sizeof(*report));
+	report = NULL;
+	return res;
+}
+
+enum attack_result attack_expected(const char *id, const char *backend)
+{
+	for (size_t i = 0; i < attack_table_len; i++) {
+		if (strcmp(attack_table[i].id, id))
+			continue;
+		for (unsigned b = 0; b < ATTACK_NR_BACKENDS; b++)
+			if (!strcmp(attack_backends[b], backend))
+				return attack_table[i].result[b];
+	}
+	return ATTACK_UNSET;
+}
+
+void attack_check(const struct attack *a)
+{
+	char note[256], backend[32];
+	enum attack_result got =
+		attack_run(a, note, sizeof(note), backend, sizeof(backend));
+	enum attack_result want = attack_expected(a->id, backend);
+
+	if (got == ATTACK_NA && want == ATTACK_NA)
+		SKIP("scenario does not apply to this backend");
+	if (got != want)
+		fprintf(stderr, "attack %s on %s: %s (%s), the table says %s\n",
+			a->id, backend, attack_result_name(got), note,
+			attack_result_name(want));
+	CHECK(got == want);
+}
+
+#ifdef RW_ATTACK_MATRIX_MAIN
+/*
+ * The attack-matrix program. With --expected it prints the table of
+ * attack_table.c as the README reproduces it; otherwise it runs every
+ * scenario against every backend, prints what happened, and exits 1 when
+ * reality and the table differ anywhere.
+ */
+extern const struct attack *const __start_rw_attacks[];
+extern const struct attack *const __stop_rw_attacks[];
+
+static int by_id(const void *x, const void *y)
+{
+	const struct attack *const *a = x, *const *b = y;
+
+	return strcmp((*a)->id, (*b)->id);
+}
+
+static bool available(const char *name)
+{
+	int status;
+	pid_t pid;
+
+	setenv("RAREWRITE_BACKEND", name, 1);
+	fflush(NULL);
+	pid = fork();
+	if (!pid) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (null >= 0)
+			dup2(null, STDERR_FILENO);
+		_exit(rare_write_init() ? 1 : 0);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int main(int argc, char **argv)
+{
+	size_t n = (size_t)(__stop_rw_attacks - __start_rw_attacks);
+	const struct attack **list = calloc(n, sizeof(*list));
+	bool expected_only = argc > 1 && !strcmp(argv[1], "--expected");
+	bool have[ATTACK_NR_BACKENDS] = {0};
+	unsigned mismatches = 0;
+
+	memcpy(list, __start_rw_attacks, n * sizeof(*list));
+	qsort(list, n, sizeof(*list), by_id);
+	for (unsigned b = 0; !expected_only && b < ATTACK_NR_BACKENDS; b++)
+		have[b] = available(attack_backends[b]);
+	printf("| # | attack |");
+	for (unsigned b = 0; b < ATTACK_NR_BACKENDS; b++)
+		printf(" %s |", attack_backends[b]);
+	printf("\n|---|---|");
+	for (unsigned b = 0; b < ATTACK_NR_BACKENDS; b++)
+		printf("---|");
+	printf("\n");
+	for (size_t i = 0; i < n; i++) {
+		printf("| %s | %s |", list[i]->id, list[i]->what);
+		for (unsigned b = 0; b < ATTACK_NR_BACKENDS; b++) {
+			enum attack_result want = attack_expected(
+				list[i]->id, attack_backends[b]);
+			char note[256], backend[32];
+			enum attack_result got;
+
+			if (!have[b]) {
+				printf(" %s%s |", attack_result_name(want),
+				       expected_only ? "" : "*");
+				continue;
+			}
+			setenv("RAREWRITE_BACKEND", attack_backends[b], 1);
+			got = attack_run(list[i], note, sizeof(note), backend,
+					 sizeof(backend));
+			if (got == want && getenv("ATTACK_NOTES")) {
+				printf(" %s (%s) |", attack_result_name(got),
+				       note);
+			} else if (got == want) {
+				printf(" %s |", attack_result_name(got));
+			} else {
+				mismatches++;
+				printf(" **%s** (table: %s; %s) |",
+				       attack_result_name(got),
+				       attack_result_name(want), note);
+			}
+		}
+		printf("\n");
+	}
+	if (!expected_only) {
+		printf("\n\\* not run: backend not available on this machine; "
+		       "the cell is the table's expectation.\n");
+		if (mismatches)
+			printf("\n%u cells differ from tests/attack_table.c\n",
+			       mismatches);
+	}
+	free(list);
+	return mismatches ? 1 : 0;
+}
+#endif
