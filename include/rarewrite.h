@@ -157,6 +157,34 @@ RAREWRITE_API void rare_write_unmap(struct rare_write_mapping m);
  */
 struct rare_pool;
 RAREWRITE_API struct rare_pool *rare_pool_create(size_t capacity);
+
+/*
+ * Levels of rareness: a pool may live on a backend of its own, so that one
+ * process protects hot data with a fast backend and its most sensitive data
+ * with the strongest one:
+ *
+ *	struct rare_pool *keys = rare_pool_create_with(
+ *		1 << 20, &(struct rare_pool_opts){ .backend = "process" });
+ *
+ * @backend takes the names of RAREWRITE_BACKEND ("pkey", "pwrite",
+ * "shadow", "mprotect", "process", "auto"); NULL, or a NULL @opts, means
+ * the process-wide backend, exactly as rare_pool_create(). The __wr_rare
+ * section always stays on the process-wide backend. A backend is set up on
+ * the first pool that names it. Besides the errors of rare_pool_create(),
+ * returns NULL with errno EINVAL for an unknown name and ENOTSUP for a
+ * backend this machine lacks (never a silent substitute).
+ *
+ * rare_write_caps() and rare_write_begin()/rare_write_end() are those of
+ * the process-wide backend: a window lets the calling thread store directly
+ * into regions of that backend only; pools of other backends are written
+ * with rare_write() and friends (which may mix pools of different backends
+ * in one call) or rare_write_map().
+ */
+struct rare_pool_opts {
+	const char *backend; /* NULL: the process-wide backend */
+};
+RAREWRITE_API struct rare_pool *
+rare_pool_create_with(size_t capacity, const struct rare_pool_opts *opts);
 RAREWRITE_API void *rare_alloc(struct rare_pool *pool, size_t size);
 RAREWRITE_API void rare_free(struct rare_pool *pool, void *obj);
 RAREWRITE_API void rare_pool_destroy(struct rare_pool *pool);

@@ -52,7 +52,7 @@ static const struct {
 	{"pwrite", &rw_backend_pwrite},
 	{"shadow", &rw_backend_shadow},
 	{"mprotect", &rw_backend_mprotect},
-	{"process", NULL},
+	{"process", &rw_backend_process},
 };
 
 void rw_die(const char *call, const void *addr, const char *fmt, ...)
@@ -334,7 +334,8 @@ static int backend_use(const struct rw_backend *b)
 	return err;
 }
 
-struct rw_region *rw_region_create(size_t len, size_t meta_len)
+struct rw_region *rw_region_create(size_t len, size_t meta_len,
+				   const struct rw_backend *b)
 {
 	struct rw_region *r;
 	int err;
@@ -344,15 +345,18 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len)
 		       "called inside an open window");
 	pthread_mutex_lock(&registry_lock);
 	rw_table_writable(true);
+	if (!b)
+		b = table.backend;
+	err = backend_use(b); /* a pool's own level, set up on first use */
+	if (err)
+		goto out;
 	r = region_alloc();
 	if (!r) {
 		err = -ENOMEM;
 		goto out;
 	}
-	*r = (struct rw_region){.kind = RW_REGION_FREE,
-				.len = len,
-				.backend = table.backend,
-				.fd = -1};
+	*r = (struct rw_region){
+		.kind = RW_REGION_FREE, .len = len, .backend = b, .fd = -1};
 	err = r->backend->create(r);
 	if (err)
 		goto out;
@@ -463,9 +467,8 @@ static void fork_child(void)
 	pthread_mutex_init(&maps_lock, NULL);
 }
 
-static int choose_backend(const struct rw_backend **out)
+static int backend_named(const char *name, const struct rw_backend **out)
 {
-	const char *name = getenv("RAREWRITE_BACKEND");
 	bool automatic = !name || !*name || !strcmp(name, "auto");
 
 	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
@@ -490,6 +493,27 @@ static int choose_backend(const struct rw_backend **out)
 		return backend_use(b);
 	}
 	return automatic ? -ENOTSUP : -EINVAL;
+}
+
+static int choose_backend(const struct rw_backend **out)
+{
+	return backend_named(getenv("RAREWRITE_BACKEND"), out);
+}
+
+int rw_backend_lookup(const char *name, const struct rw_backend **out)
+{
+	int err;
+
+	if (!name) {
+		*out = NULL; /* the process-wide default */
+		return 0;
+	}
+	pthread_mutex_lock(&registry_lock);
+	rw_table_writable(true);
+	err = backend_named(name, out);
+	rw_table_writable(false);
+	pthread_mutex_unlock(&registry_lock);
+	return err;
 }
 
 int rare_write_init(void)

@@ -122,7 +122,14 @@ RW_HIDDEN void rw_memfd_write_lock(void);
 RW_HIDDEN void rw_memfd_write_unlock(void);
 
 /* core.c, for pool.c and list.c: regions and validated writes. */
-RW_HIDDEN struct rw_region *rw_region_create(size_t len, size_t meta_len);
+/* A pool region on backend @b (NULL: the process-wide default), which is
+ * set up on first use. */
+RW_HIDDEN struct rw_region *rw_region_create(size_t len, size_t meta_len,
+					     const struct rw_backend *b);
+/* The backend called @name (as in RAREWRITE_BACKEND), set up for use; NULL
+ * names the process-wide default. 0, -EINVAL (unknown) or -ENOTSUP. */
+RW_HIDDEN int rw_backend_lookup(const char *name,
+				const struct rw_backend **out);
 RW_HIDDEN void rw_region_destroy(struct rw_region *r);
 /* The region wholly holding [addr, addr + len), or abort naming @call. */
 RW_HIDDEN struct rw_region *rw_region_of(const char *call, const void *addr,

@@ -80,13 +80,26 @@ static struct rw_region *pool_region(const char *call,
 
 struct rare_pool *rare_pool_create(size_t capacity)
 {
+	return rare_pool_create_with(capacity, NULL);
+}
+
+struct rare_pool *rare_pool_create_with(size_t capacity,
+					const struct rare_pool_opts *opts)
+{
 	struct rare_pool head = {.magic = POOL_MAGIC};
+	const struct rw_backend *b = NULL;
 	size_t meta_len;
 	struct rw_region *r;
 	struct rw_seg seg;
+	int err;
 
 	if (!rw_initialised()) {
 		errno = EPERM;
+		return NULL;
+	}
+	err = rw_backend_lookup(opts ? opts->backend : NULL, &b);
+	if (err) {
+		errno = -err;
 		return NULL;
 	}
 	if (!capacity || capacity > (SIZE_MAX >> 2)) {
@@ -101,7 +114,8 @@ struct rare_pool *rare_pool_create(size_t capacity)
 	meta_len = round_up(sizeof(head) +
 				    head.nr_pages * sizeof(struct page_meta),
 			    rw_page_size);
-	r = rw_region_create(meta_len + head.nr_pages * rw_page_size, meta_len);
+	r = rw_region_create(meta_len + head.nr_pages * rw_page_size, meta_len,
+			     b);
 	if (!r)
 		return NULL;
 	head.objects = r->start + meta_len;

@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: MIT
+/*
+ * process_helper.c - the helper process of the process backend: the only
+ * place where protected memory is mapped writable.
+ *
+ * It is a clone of the program made without SIGCHLD (a "clone child", so the
+ * program's own wait(-1) and SIGCHLD handlers never see it). Before serving
+ * it blocks every signal but the parent-death one, restores default
+ * dispositions, closes every descriptor but its end of the control socket,
+ * makes itself non-dumpable (no ptrace, no /proc/<pid>/mem for anyone of the
+ * same uid) and checks that its parent is still the program.
+ *
+ * It runs on a copy of the program's memory, so it calls nothing that takes
+ * a libc lock (no malloc, no stdio, no abort): system calls and memcpy only.
+ *
+ * Every request is copied into helper memory, validated against the
+ * helper's own table of regions (which the program cannot touch), and then
+ * applied whole; a request that fails validation is refused and nothing of
+ * it is written.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "process_helper.h"
+#include "process_ring.h"
+
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
+
+/* The helper's state: in the helper's own (copied) memory only. */
+static struct helper_region {
+	uint64_t id;
+	uintptr_t start; /* program address */
+	size_t len;
+	unsigned char *map; /* the writable mapping */
+} h_regions[PRW_MAX_REGIONS];
+static unsigned h_nr_regions;
+static const unsigned char *h_bulk;
+static size_t h_bulk_len;
+static struct prw_ring *h_ring;
+static int h_sock;
+static pid_t h_program;
+
+static void on_parent_death(int sig)
+{
+	(void)sig;
+	/* Sent when the thread that started us exits; only the death of the
+	 * whole program (we were handed to another reaper) ends the helper. */
+	if (getppid() != h_program)
+		_exit(0);
+}
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static struct helper_region *region_by_addr(uintptr_t dst, uint64_t len)
+{
+	for (unsigned i = 0; i < h_nr_regions; i++) {
+		struct helper_region *r = &h_regions[i];
+
+		if (dst >= r->start && dst - r->start < r->len &&
+		    len <= r->len - (dst - r->start))
+			return r;
+	}
+	return NULL;
+}
+
+/* Validate and apply the request in @s: 0, or -1 when refused. */
+static int handle(struct prw_slot *s)
+{
+	static struct prw_seg segs[PRW_MAX_SEGS];
+	static unsigned char *at[PRW_MAX_SEGS];
+	uint32_t flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
+	const unsigned char *body = s->body;
+	size_t size = sizeof(s->body);
+	struct prw_req_head head;
+
+	if (flags & PRW_BODY_BULK) {
+		body = h_bulk;
+		size = h_bulk_len;
+		if (!body)
+			return -1;
+	} else if (flags) {
+		return -1;
+	}
+	memcpy(&head, body, sizeof(head));
+	if (!head.nseg || head.nseg > PRW_MAX_SEGS ||
+	    (size - sizeof(head)) / sizeof(segs[0]) < head.nseg)
+		return -1;
+	/* From here on only the private copy of the descriptors counts. */
+	memcpy(segs, body + sizeof(head), head.nseg * sizeof(segs[0]));
+	for (unsigned i = 0; i < head.nseg; i++) {
+		const struct prw_seg *g = &segs[i];
+		struct helper_region *r = region_by_addr(g->dst, g->len);
+
+		if (!g->len || !r)
+			return -1;
+		if (g->data != PRW_DATA_FILL &&
+		    (g->data > size || g->len > size - g->data))
+			return -1;
+		at[i] = r->map + (g->dst - r->start);
+	}
+	for (unsigned i = 0; i < head.nseg; i++) {
+		const struct prw_seg *g = &segs[i];
+
+		if (g->data == PRW_DATA_FILL)
+			memset(at[i], g->fill, g->len);
+		else
+			rw_store(at[i], body + g->data, g->len);
+	}
+	return 0;
+}
+
+/* The memfd @fd is fit to map @len bytes of: sealed against shrinking. */
+static int memfd_fit(int fd, uint64_t len)
+{
+	struct stat st;
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return -EPERM;
+	if (fstat(fd, &st) || st.st_size < 0 || (uint64_t)st.st_size < len)
+		return -EINVAL;
+	return 0;
+}
+
+static int ctl_add(const struct prw_ctl *m, int fd)
+{
+	void *map;
+	int err;
+
+	if (fd < 0 || !m->len || m->len % PRW_PAGE || m->start % PRW_PAGE ||
+	    m->start + m->len < m->start)
+		return -EINVAL;
+	if (h_nr_regions == PRW_MAX_REGIONS)
+		return -ENOMEM;
+	for (unsigned i = 0; i < h_nr_regions; i++)
+		if (h_regions[i].id == m->id ||
+		    (m->start < h_regions[i].start + h_regions[i].len &&
+		     h_regions[i].start < m->start + m->len))
+			return -EEXIST;
+	err = memfd_fit(fd, m->len);
+	if (err)
+		return err;
+	map = mmap(NULL, m->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	h_regions[h_nr_regions++] = (struct helper_region){
+		.id = m->id, .start = m->start, .len = m->len, .map = map};
+	return 0;
+}
+
+static int ctl_del(const struct prw_ctl *m)
+{
+	for (unsigned i = 0; i < h_nr_regions; i++)
+		if (h_regions[i].id == m->id) {
+			munmap(h_regions[i].map, h_regions[i].len);
+			h_regions[i] = h_regions[--h_nr_regions];
+			return 0;
+		}
+	return -ENOENT;
+}
+
+static int ctl_bulk(const struct prw_ctl *m, int fd)
+{
+	void *map;
+	int err;
+
+	if (fd < 0 || !m->len || m->len > SIZE_MAX / 2)
+		return -EINVAL;
+	err = memfd_fit(fd, m->len);
+	if (err)
+		return err;
+	map = mmap(NULL, m->len, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	if (h_bulk)
+		munmap((void *)h_bulk, h_bulk_len);
+	h_bulk = map;
+	h_bulk_len = m->len;
+	return 0;
+}
+
+/* Serve every control message waiting on the socket. */
+static void ctl_drain(void)
+{
+	for (;;) {
+		struct prw_ctl m;
+		union {
+			char buf[CMSG_SPACE(4 * sizeof(int))];
+			struct cmsghdr align;
+		} cbuf;
+		struct iovec iov = {&m, sizeof(m)};
+		struct msghdr mh = {.msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = cbuf.buf,
+				    .msg_controllen = sizeof(cbuf.buf)};
+		struct cmsghdr *c;
+		int fd = -1, nfds = 0;
+		int32_t reply = -EINVAL;
+		ssize_t n =
+			recvmsg(h_sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			_exit(1);
+		}
+		if (!n)
+			_exit(0); /* the program closed its end: it is gone */
+		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level != SOL_SOCKET ||
+			    c->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (size_t i = 0;
+			     i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			     i++) {
+				int got;
+
+				memcpy(&got, CMSG_DATA(c) + i * sizeof(int),
+				       sizeof(int));
+				if (!nfds++)
+					fd = got;
+				else
+					close(got);
+			}
+		}
+		if (n == sizeof(m) && nfds <= 1 &&
+		    !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+			switch (m.op) {
+			case PRW_OP_ADD:
+				reply = ctl_add(&m, fd);
+				break;
+			case PRW_OP_DEL:
+				reply = ctl_del(&m);
+				break;
+			case PRW_OP_BULK:
+				reply = ctl_bulk(&m, fd);
+				break;
+			}
+		}
+		if (fd >= 0)
+			close(fd); /* a mapping, if any, outlives it */
+		while (send(h_sock, &reply, sizeof(reply), MSG_NOSIGNAL) < 0)
+			if (errno != EINTR)
+				_exit(1);
+	}
+}
+
+static void futex_wait_shared(uint32_t *word, uint32_t val)
+{
+	syscall(SYS_futex, word, FUTEX_WAIT, val, NULL, NULL, 0);
+}
+
+static void futex_wake_shared(uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+/* Spin this long for the next request before sleeping on the doorbell. */
+#define HELPER_SPIN_NS 50000u
+
+static __attribute__((noreturn)) void serve(void)
+{
+	struct prw_ring *ring = h_ring;
+
+	for (;;) {
+		uint32_t seen =
+			__atomic_load_n(&ring->doorbell, __ATOMIC_SEQ_CST);
+		bool worked = false;
+		uint64_t until;
+
+		if (__atomic_exchange_n(&ring->ctl_pending, 0,
+					__ATOMIC_SEQ_CST)) {
+			ctl_drain();
+			worked = true;
+		}
+		for (unsigned i = 0; i < PRW_NR_SLOTS; i++) {
+			struct prw_slot *s = &ring->slots[i];
+			uint32_t st;
+
+			if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) !=
+			    PRW_READY)
+				continue;
+			st = handle(s) ? PRW_REFUSED : PRW_DONE;
+			__atomic_store_n(&s->state, st, __ATOMIC_SEQ_CST);
+			if (__atomic_load_n(&s->waiting, __ATOMIC_SEQ_CST))
+				futex_wake_shared(&s->state);
+			worked = true;
+		}
+		if (worked)
+			continue;
+		until = now_ns() + HELPER_SPIN_NS;
+		for (unsigned n = 0;; n++) {
+			if (__atomic_load_n(&ring->doorbell,
+					    __ATOMIC_RELAXED) != seen)
+				break;
+			if (!(n % 64) && now_ns() > until) {
+				__atomic_store_n(&ring->helper_sleeping, 1,
+						 __ATOMIC_SEQ_CST);
+				if (__atomic_load_n(&ring->doorbell,
+						    __ATOMIC_SEQ_CST) == seen)
+					futex_wait_shared(&ring->doorbell,
+							  seen);
+				__atomic_store_n(&ring->helper_sleeping, 0,
+						 __ATOMIC_SEQ_CST);
+				break;
+			}
+			cpu_relax();
+		}
+	}
+}
+
+static void close_other_fds(int keep)
+{
+	if (keep > 0 && syscall(SYS_close_range, 0, keep - 1, 0) == 0 &&
+	    syscall(SYS_close_range, keep + 1, ~0U, 0) == 0)
+		return;
+	if (!keep && syscall(SYS_close_range, 1, ~0U, 0) == 0)
+		return;
+	/* Kernels before 5.9: one by one. */
+	for (long fd = 0, max = sysconf(_SC_OPEN_MAX); fd < max; fd++)
+		if (fd != keep)
+			close((int)fd);
+}
+
+static __attribute__((noreturn)) void helper_main(struct prw_ring *ring,
+						  int sock, pid_t program)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	struct sigaction term = {.sa_handler = on_parent_death,
+				 .sa_flags = SA_RESTART};
+	sigset_t mask;
+	int32_t ready = 0;
+
+	sigfillset(&mask);
+	sigprocmask(SIG_SETMASK, &mask, NULL);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &dfl, NULL);
+	h_ring = ring;
+	h_sock = sock;
+	h_program = program;
+	h_nr_regions = 0;
+	h_bulk = NULL;
+	h_bulk_len = 0;
+	sigfillset(&term.sa_mask);
+	sigaction(SIGTERM, &term, NULL);
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != program)
+		_exit(0);
+	close_other_fds(sock);
+	prctl(PR_SET_DUMPABLE, 0);
+	prctl(PR_SET_NAME, PRW_HELPER_COMM);
+	sigdelset(&mask, SIGTERM);
+	sigprocmask(SIG_SETMASK, &mask, NULL);
+	if (send(sock, &ready, sizeof(ready), MSG_NOSIGNAL) != sizeof(ready))
+		_exit(1);
+	serve();
+}
+
+pid_t prw_helper_spawn(struct prw_ring *ring, int sock)
+{
+	pid_t program = getpid();
+	/* Like fork(), but exit signal 0: not a SIGCHLD child. No atfork
+	 * handlers run; the child touches no libc lock. */
+	long pid = syscall(SYS_clone, 0UL, NULL, NULL, NULL, NULL);
+
+	if (pid < 0)
+		return -errno;
+	if (!pid)
+		helper_main(ring, sock, program);
+	return (pid_t)pid;
+}
