@@ -1,2 +1,40 @@
 # Attack matrix, fuzzing and stress (issue 6).
 include tests/attack.mk
+
+# ---- fuzzing: libFuzzer, one bounded session per available backend ----
+# `make fuzz FUZZ_SECONDS=60 FUZZ_BACKENDS="pwrite shadow"`; the committed
+# seeds are in fuzz/corpus/, new inputs go to $(B)/fuzz/corpus-<backend>,
+# crashes to $(B)/fuzz/<backend>-crash-*.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_BACKENDS ?= pkey pwrite shadow mprotect process
+FUZZ_FLAGS := -g -O1 -std=gnu11 -Wall -Wextra -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined -fno-omit-frame-pointer -Iinclude -Isrc
+FUZZ_BIN := $(B)/fuzz/fuzz_ops
+
+fuzz-tools:
+	@command -v $(FUZZ_CC) >/dev/null && \
+	  echo 'int LLVMFuzzerTestOneInput(const char *d, long n){return 0;}' | \
+	  $(FUZZ_CC) -x c -fsanitize=fuzzer -o /dev/null - 2>/dev/null || \
+	  { echo "installing clang and its libFuzzer runtime"; \
+	    apt-get update -qq && apt-get install -y -qq clang libclang-rt-14-dev; }
+
+$(FUZZ_BIN): fuzz/fuzz_ops.c $(LIB_SRC) $(HEADERS) src/internal.h rarewrite.ld
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) fuzz/fuzz_ops.c $(LIB_SRC) -o $@ \
+		-Wl,-T,rarewrite.ld -pthread
+
+fuzz: fuzz-tools $(FUZZ_BIN)
+	@for b in $(FUZZ_BACKENDS); do \
+	  if ! RAREWRITE_BACKEND=$$b $(FUZZ_BIN) -runs=0 fuzz/corpus >/dev/null 2>&1; then \
+	    echo "fuzz: backend $$b not available here, skipped"; continue; fi; \
+	  mkdir -p $(B)/fuzz/corpus-$$b; \
+	  echo "fuzz: $$b for $(FUZZ_SECONDS) s"; \
+	  RAREWRITE_BACKEND=$$b $(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) \
+	    -timeout=60 -print_final_stats=1 -artifact_prefix=$(B)/fuzz/$$b- \
+	    $(B)/fuzz/corpus-$$b fuzz/corpus 2>&1 | tail -n 12 || exit 1; \
+	  test -z "$$(ls $(B)/fuzz/$$b-crash-* 2>/dev/null)" || \
+	    { echo "fuzz: $$b found a crash"; exit 1; }; \
+	done
+
+.PHONY: fuzz fuzz-tools
