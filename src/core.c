@@ -48,7 +48,7 @@ static const struct {
 	const char *name;
 	const struct rw_backend *backend; /* NULL: not built yet */
 } backends[] = {
-	{"pkey", NULL},
+	{"pkey", &rw_backend_pkey},
 	{"pwrite", &rw_backend_pwrite},
 	{"shadow", &rw_backend_shadow},
 	{"mprotect", &rw_backend_mprotect},

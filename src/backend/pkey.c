@@ -1,0 +1,543 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pkey.c - per-thread write windows with memory protection keys (x86 PKU),
+ * the user-space twin of ARM domains and PKS.
+ *
+ * Protected pages stay mapped PROT_READ | PROT_WRITE and carry a protection
+ * key. At rest every thread's PKRU write-disables the keys of this library
+ * (reads stay allowed); a window clears the write-disable bit of a key with
+ * one WRPKRU on the calling thread only, so no other thread can use it. The
+ * page tables never change after init, so the section views are mseal()ed
+ * where the kernel has mseal(2).
+ *
+ * Protection domains: one key for every __wr_rare section, and up to
+ * PKEY_POOL_KEYS more for pools, one pool per key while keys remain. A pool
+ * created when all pool keys are taken shares the section key (documented
+ * degradation: a window on that pool also opens the sections).
+ *
+ * The PKRU traps (see the README) and what this file does about them:
+ *  - Threads that exist when a key is allocated keep PKRU = init_pkru, which
+ *    denies even reads of the key. The keys are allocated in a constructor,
+ *    before the program can have started threads, with write disabled, so
+ *    every later thread inherits "read yes, write no". For threads that
+ *    existed anyway (a library loaded by dlopen), and for signal handlers,
+ *    which start with init_pkru, a SIGSEGV handler repairs read access: a
+ *    protection-key fault on one of our keys whose saved PKRU denies access
+ *    gets "read yes, write no" for that key in the signal frame, and the
+ *    load is retried. Write access is never granted there. Other faults go
+ *    to the handler that was installed before rare_write_init().
+ *  - A thread created inside an open window would inherit write access:
+ *    pthread_create() is interposed so the new thread write-disables every
+ *    key before it runs its start routine.
+ *  - A signal handler runs with init_pkru (write disabled): an open window
+ *    does not leak into it; sigreturn restores the interrupted window.
+ *  - siglongjmp() out of a handler keeps the handler's init_pkru: a window
+ *    the jump left is closed (fail-safe); rare_write_end() still balances.
+ *  - fork(): the child inherits its thread's PKRU and private copy-on-write
+ *    pages, so its writes never reach the parent.
+ *
+ * The gate is inline and ERIM-hardened: every WRPKRU is followed by RDPKRU
+ * and a check against what the thread may hold open, recomputed from memory
+ * (read-only key state and the thread's own window record). Jumping straight
+ * to the open instruction with a chosen value fails the check and aborts
+ * with the keys closed; jumping to the close instruction loops until closed.
+ */
+#define _GNU_SOURCE
+#include <cpuid.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <threads.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "rarewrite.h"
+#include "internal.h"
+
+#ifndef SYS_mseal
+#define SYS_mseal 462 /* Linux 6.10 */
+#endif
+#ifndef SEGV_PKUERR
+#define SEGV_PKUERR 4
+#endif
+#ifndef PKEY_DISABLE_WRITE
+#define PKEY_DISABLE_WRITE 0x2
+#endif
+
+#define NR_PKEYS 16
+#define PKEY_POOL_KEYS 3
+#define XFEATURE_PKRU 9
+#define RW_XSTATE_MAGIC1 0x46505853u
+
+/* Access-disable and write-disable bits of key @k in PKRU. */
+#define AD(k) (1u << (2 * (k)))
+#define WD(k) (2u << (2 * (k)))
+#define BITS(k) (3u << (2 * (k)))
+/* The write-disable bits of a mask of key bit pairs. */
+#define WD_OF(mask) ((mask)&0xaaaaaaaau)
+
+/*
+ * Key state: fixed once setup() has run, then read-only (and sealed where
+ * the kernel allows), so an arbitrary-write bug cannot add keys to the
+ * "ours" mask that the fault handler repairs, or change which key a gate
+ * opens. Signal handlers can read it: it sits under key 0.
+ */
+static struct pkey_state {
+	bool active;		       /* setup() succeeded */
+	int section_key;	       /* -1: none */
+	int pool_keys[PKEY_POOL_KEYS]; /* -1: none */
+	uint32_t ours;		       /* BITS() of every key above */
+	unsigned pkru_offset;	       /* of PKRU in the XSAVE signal frame */
+	bool seal;		       /* mseal(2) works here */
+	struct sigaction old_segv;     /* chained for faults not ours */
+} __attribute__((aligned(4096))) state = {
+	.section_key = -1,
+	.pool_keys = {-1, -1, -1},
+};
+
+/*
+ * What the calling thread legitimately holds open: the gate re-check
+ * compares PKRU with this after every WRPKRU.
+ */
+static __thread __attribute__((tls_model("initial-exec"))) struct {
+	bool window;		      /* rare_write_begin() */
+	uint32_t writing;	      /* keys of a write() in progress */
+	unsigned char maps[NR_PKEYS]; /* open rare_write_map()s per key */
+} thread_keys;
+
+static inline __attribute__((always_inline)) uint32_t rdpkru(void)
+{
+	uint32_t eax, edx;
+
+	__asm__ volatile("rdpkru" : "=a"(eax), "=d"(edx) : "c"(0) : "memory");
+	return eax;
+}
+
+static inline __attribute__((always_inline)) void wrpkru(uint32_t v)
+{
+	__asm__ volatile("wrpkru" : : "a"(v), "c"(0), "d"(0) : "memory");
+}
+
+/* Reloaded after every WRPKRU: the "memory" clobber forces the loads. */
+static inline __attribute__((always_inline)) uint32_t ours(void)
+{
+	return *(volatile uint32_t *)&state.ours;
+}
+
+/* The key bits the calling thread may hold write-enabled right now. */
+static inline __attribute__((always_inline)) uint32_t thread_open_mask(void)
+{
+	uint32_t m = thread_keys.writing;
+
+	if (thread_keys.window)
+		return ours();
+	for (int k = 1; k < NR_PKEYS; k++)
+		if (thread_keys.maps[k])
+			m |= BITS(k);
+	return m & ours();
+}
+
+/* Does @pkru write-disable every key of ours except those in @open? */
+static inline __attribute__((always_inline)) bool closed_except(uint32_t pkru,
+								uint32_t open)
+{
+	uint32_t shut = WD_OF(ours() & ~open);
+
+	return (pkru & shut) == shut;
+}
+
+/*
+ * Close every key the thread does not legitimately hold open: write
+ * disabled, reads allowed. ERIM's loop: if the value that reached PKRU is
+ * not closed (a jump straight to the WRPKRU with another EAX), go round
+ * again with a value recomputed from memory.
+ */
+static inline __attribute__((always_inline)) void gate_close(void)
+{
+	uint32_t v;
+
+	do {
+		uint32_t shut = ours() & ~thread_open_mask();
+
+		v = (rdpkru() & ~shut) | WD_OF(shut);
+		wrpkru(v);
+	} while (!closed_except(rdpkru(), thread_open_mask()));
+}
+
+static __attribute__((noreturn, noinline, cold)) void
+gate_violation(const char *call, uint32_t pkru)
+{
+	thread_keys.window = false;
+	thread_keys.writing = 0;
+	memset(thread_keys.maps, 0, sizeof(thread_keys.maps));
+	gate_close();
+	rw_die(call, NULL,
+	       "PKRU %#x after the write gate is not what it opened", pkru);
+}
+
+/*
+ * Open @mask (key bit pairs of ours) on the calling thread. The caller has
+ * recorded the intent in thread_keys first; after the WRPKRU the result is
+ * checked against that record and the read-only key state, not against
+ * registers an attacker could have chosen.
+ */
+static inline __attribute__((always_inline)) void gate_open(const char *call,
+							    uint32_t mask)
+{
+	uint32_t pre = rdpkru(), got;
+
+	wrpkru(pre & ~(mask & ours()));
+	got = rdpkru();
+	if (!closed_except(got, thread_open_mask()) ||
+	    (got & mask & ours()) != 0 || (got & ~ours()) != (pre & ~ours()))
+		gate_violation(call, got);
+}
+
+static bool cpu_has_pku(void)
+{
+	unsigned a, b, c, d;
+
+	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+		return false;
+	return (c & (1u << 3)) && (c & (1u << 4)); /* PKU, OSPKE */
+}
+
+static int key_alloc(void)
+{
+	return (int)syscall(SYS_pkey_alloc, 0UL,
+			    (unsigned long)PKEY_DISABLE_WRITE);
+}
+
+/*
+ * Allocate the keys before main(), while the process normally has a single
+ * thread: a key allocated later is unreadable for threads that already
+ * exist. The calling thread gets "write disabled"; threads created later
+ * inherit that. Costs nothing without PKU (no key is taken).
+ */
+__attribute__((constructor)) static void pkey_early(void)
+{
+	if (!cpu_has_pku())
+		return;
+	state.section_key = key_alloc();
+	if (state.section_key < 0)
+		return;
+	for (int i = 0; i < PKEY_POOL_KEYS; i++)
+		state.pool_keys[i] = key_alloc();
+}
+
+static int seal(void *addr, size_t len)
+{
+	return (int)syscall(SYS_mseal, addr, len, 0UL);
+}
+
+/*
+ * The PKRU slot of the interrupted context in a signal frame, marked in
+ * use so that sigreturn's XRSTOR loads it; NULL if the frame has none.
+ */
+static uint32_t *frame_pkru(ucontext_t *uc)
+{
+	unsigned char *fx = (unsigned char *)uc->uc_mcontext.fpregs;
+	uint32_t magic1, xstate_size;
+	uint64_t xfeatures, *xstate_bv;
+
+	if (!fx || !state.pkru_offset)
+		return NULL;
+	/* struct _fpx_sw_bytes sits in the reserved tail of the FXSAVE
+	 * area: magic1, extended_size, xfeatures, xstate_size. */
+	memcpy(&magic1, fx + 464, 4);
+	memcpy(&xfeatures, fx + 472, 8);
+	memcpy(&xstate_size, fx + 480, 4);
+	if (magic1 != RW_XSTATE_MAGIC1 ||
+	    !(xfeatures & (1ULL << XFEATURE_PKRU)) ||
+	    xstate_size < state.pkru_offset + 4)
+		return NULL;
+	xstate_bv = (uint64_t *)(fx + 512);
+	if (!(*xstate_bv & (1ULL << XFEATURE_PKRU))) {
+		/* PKRU was in its init state (0) when saved. */
+		*(uint32_t *)(fx + state.pkru_offset) = 0;
+		*xstate_bv |= 1ULL << XFEATURE_PKRU;
+	}
+	return (uint32_t *)(fx + state.pkru_offset);
+}
+
+static bool key_is_ours(int k)
+{
+	return k > 0 && k < NR_PKEYS && (state.ours & BITS(k));
+}
+
+static void segv_handler(int sig, siginfo_t *si, void *ctx)
+{
+	const struct sigaction *old = &state.old_segv;
+
+	if (si->si_code == SEGV_PKUERR && key_is_ours((int)si->si_pkey)) {
+		uint32_t *pkru = frame_pkru(ctx);
+		int k = (int)si->si_pkey;
+
+		/* Access disabled: a thread that predates the key, or a
+		 * signal handler. Allow reads (never writes), retry. */
+		if (pkru && (*pkru & AD(k))) {
+			*pkru = (*pkru & ~BITS(k)) | WD(k);
+			return;
+		}
+	}
+	/* Not ours to repair. A chained handler may read protected data,
+	 * never write it (the same hardened loop as the gate). */
+	do
+		wrpkru((rdpkru() & ~ours()) | WD_OF(ours()));
+	while (!closed_except(rdpkru(), 0));
+	if (old->sa_flags & SA_SIGINFO) {
+		if (old->sa_sigaction) {
+			old->sa_sigaction(sig, si, ctx);
+			return;
+		}
+	} else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+		old->sa_handler(sig);
+		return;
+	}
+	/* Default action: a fault recurs on return and kills the process. */
+	signal(sig, SIG_DFL);
+	if (si->si_code <= 0)
+		raise(sig);
+}
+
+static int pkey_setup(void)
+{
+	struct sigaction sa = {.sa_sigaction = segv_handler,
+			       .sa_flags =
+				       SA_SIGINFO | SA_ONSTACK | SA_RESTART};
+	unsigned a, b, c, d;
+
+	if (!cpu_has_pku())
+		return -ENOTSUP;
+	if (state.section_key < 0)
+		pkey_early(); /* the constructor found no key: try once more */
+	if (state.section_key < 0)
+		return -ENOTSUP;
+	state.ours = BITS(state.section_key);
+	for (int i = 0; i < PKEY_POOL_KEYS; i++)
+		if (state.pool_keys[i] > 0)
+			state.ours |= BITS(state.pool_keys[i]);
+	__cpuid_count(0xd, XFEATURE_PKRU, a, b, c, d);
+	state.pkru_offset = a >= 4 ? b : 0;
+	(void)c;
+	(void)d;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSEGV, &sa, &state.old_segv))
+		return -errno;
+	/* mseal(addr, 0, 0) succeeds where the system call exists. */
+	state.seal = seal(&state, 0) == 0;
+	state.active = true;
+	if (mprotect(&state, sizeof(state), PROT_READ)) {
+		int err = -errno;
+
+		sigaction(SIGSEGV, &state.old_segv, NULL);
+		state.active = false;
+		return err;
+	}
+	if (state.seal)
+		seal(&state, sizeof(state));
+	gate_close();
+	return 0;
+}
+
+static int tag(struct rw_region *r, int key)
+{
+	if (pkey_mprotect((void *)r->start, r->len, PROT_READ | PROT_WRITE,
+			  key))
+		return -errno;
+	r->priv = (uintptr_t)key;
+	return 0;
+}
+
+/* The section's pages keep their place and contents; only the key changes.
+ * Nothing ever changes them again, so they are sealed. */
+static int pkey_adopt(struct rw_region *r)
+{
+	int err = tag(r, state.section_key);
+
+	if (!err && state.seal && seal((void *)r->start, r->len))
+		return -errno;
+	return err;
+}
+
+/* A pool key no live region uses, or the section key when none is left. */
+static int pool_key(const struct rw_region *self)
+{
+	for (int i = 0; i < PKEY_POOL_KEYS; i++) {
+		int k = state.pool_keys[i];
+		bool used = k <= 0;
+		struct rw_region *r;
+
+		rw_for_each_region(r)
+			if (r != self && r->backend == &rw_backend_pkey &&
+			    r->protected_ && (int)r->priv == k)
+				used = true;
+		if (!used)
+			return k;
+	}
+	return state.section_key;
+}
+
+/* Pools are not sealed: rare_pool_destroy() must be able to unmap them. */
+static int pkey_create(struct rw_region *r)
+{
+	void *p = mmap(NULL, r->len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int err;
+
+	if (p == MAP_FAILED)
+		return -errno;
+	r->start = (uintptr_t)p;
+	err = tag(r, pool_key(r));
+	if (err)
+		munmap(p, r->len);
+	return err;
+}
+
+static void pkey_destroy(struct rw_region *r)
+{
+	munmap((void *)r->start, r->len);
+}
+
+static uint32_t key_bits(const struct rw_region *r)
+{
+	int k = (int)r->priv;
+
+	if (!key_is_ours(k))
+		rw_die("rare_write", (void *)r->start, "region has no key");
+	return BITS(k);
+}
+
+static void pkey_write(const struct rw_seg *segs, unsigned n)
+{
+	uint32_t mask = 0, saved = thread_keys.writing;
+
+	for (unsigned i = 0; i < n; i++)
+		mask |= key_bits(segs[i].region);
+	thread_keys.writing = saved | mask;
+	gate_open("rare_write_memcpy", mask);
+	for (unsigned i = 0; i < n; i++)
+		rw_seg_store(&segs[i], segs[i].dst);
+	thread_keys.writing = saved;
+	gate_close();
+}
+
+static void pkey_begin(void)
+{
+	thread_keys.window = true;
+	gate_open("rare_write_begin", ours());
+}
+
+static void pkey_end(void)
+{
+	thread_keys.window = false;
+	gate_close();
+}
+
+/* A map is a window on the region's key only: the view is the address. */
+static void *pkey_map(struct rw_region *r, void *addr, size_t len)
+{
+	uint32_t bits = key_bits(r);
+
+	(void)len;
+	thread_keys.maps[r->priv]++;
+	gate_open("rare_write_map", bits);
+	return addr;
+}
+
+static void pkey_unmap(struct rw_region *r, void *view, void *addr, size_t len)
+{
+	(void)view;
+	(void)addr;
+	(void)len;
+	key_bits(r);
+	if (!thread_keys.maps[r->priv])
+		rw_die("rare_write_unmap", addr, "no open map on this thread");
+	thread_keys.maps[r->priv]--;
+	gate_close();
+}
+
+/*
+ * Threads created inside an open window would inherit its PKRU. The
+ * interposed pthread_create() starts every thread through a trampoline
+ * that write-disables our keys first. In a dynamically linked program this
+ * definition comes before libc's; in a static one it is the first
+ * definition the linker sees. The real function is libc's next definition,
+ * or in a static link its internal name, which the reference to
+ * thrd_create() pulls into the link.
+ */
+typedef int create_fn(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+		      void *);
+extern create_fn __pthread_create_2_1 __attribute__((weak));
+__attribute__((used)) static int (*const pull_in_create)(thrd_t *, thrd_start_t,
+							 void *) = thrd_create;
+
+struct thread_start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void *thread_trampoline(void *p)
+{
+	struct thread_start s = *(struct thread_start *)p;
+
+	free(p);
+	memset(&thread_keys, 0, sizeof(thread_keys));
+	gate_close();
+	return s.fn(s.arg);
+}
+
+static create_fn *real_create(void)
+{
+	static create_fn *real;
+	create_fn *f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+
+	if (!f) {
+		f = __pthread_create_2_1;
+		if (!f)
+			f = (create_fn *)dlsym(RTLD_NEXT, "pthread_create");
+		if (!f)
+			rw_die("pthread_create", NULL,
+			       "cannot find the C library's pthread_create");
+		__atomic_store_n(&real, f, __ATOMIC_RELEASE);
+	}
+	return f;
+}
+
+__attribute__((visibility("default"), weak)) int
+pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+	       void *(*fn)(void *), void *arg)
+{
+	struct thread_start *s;
+	int err;
+
+	if (!state.active)
+		return real_create()(thread, attr, fn, arg);
+	s = malloc(sizeof(*s));
+	if (!s)
+		return EAGAIN;
+	*s = (struct thread_start){fn, arg};
+	err = real_create()(thread, attr, thread_trampoline, s);
+	if (err)
+		free(s);
+	return err;
+}
+
+const struct rw_backend rw_backend_pkey = {
+	.name = "pkey",
+	.caps = RARE_WRITE_CAP_BEGIN_END | RARE_WRITE_CAP_THREAD_LOCAL,
+	.setup = pkey_setup,
+	.adopt = pkey_adopt,
+	.create = pkey_create,
+	.destroy = pkey_destroy,
+	.write = pkey_write,
+	.begin = pkey_begin,
+	.end = pkey_end,
+	.map = pkey_map,
+	.unmap = pkey_unmap,
+};
