@@ -38,3 +38,29 @@ fuzz: fuzz-tools $(FUZZ_BIN)
 	done
 
 .PHONY: fuzz fuzz-tools
+
+# ---- stress: 16 threads x STRESS_OPS mixed operations per backend, then
+# pool create/destroy cycles (descriptors, mappings, RSS flat; valgrind's
+# leak check when installed). CI scales down with STRESS_OPS=20000.
+STRESS_OPS ?= 1000000
+STRESS_CYCLES ?= 20000
+STRESS_BIN := $(B)/fuzz/stress
+
+$(STRESS_BIN): fuzz/stress.c $(HEADERS) $(B)/librarewrite.so
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) $< -o $@ $(USER_LDFLAGS) -L$(B) -lrarewrite \
+		-pthread -Wl,-rpath,'$$ORIGIN/..'
+
+stress: $(STRESS_BIN)
+	@for b in $(FUZZ_BACKENDS); do \
+	  if ! RAREWRITE_BACKEND=$$b $(STRESS_BIN) cycles 1 >/dev/null 2>&1; then \
+	    echo "stress: backend $$b not available here, skipped"; continue; fi; \
+	  RAREWRITE_BACKEND=$$b STRESS_OPS=$(STRESS_OPS) $(STRESS_BIN) 16 || exit 1; \
+	  RAREWRITE_BACKEND=$$b $(STRESS_BIN) cycles $(STRESS_CYCLES) || exit 1; \
+	  if command -v valgrind >/dev/null && [ $$b != pkey ]; then \
+	    RAREWRITE_BACKEND=$$b valgrind -q --leak-check=full \
+	      --errors-for-leak-kinds=definite,indirect --error-exitcode=1 \
+	      $(STRESS_BIN) cycles 200 || exit 1; fi; \
+	done
+
+.PHONY: stress
