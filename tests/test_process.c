@@ -1,0 +1,723 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The process backend: the helper that owns the only writable mapping, its
+ * validation of requests, its death, fork isolation of the ring, and many
+ * writers at once. Cases skip on other backends. Attacks use the ring
+ * layout (src/backend/process_ring.h) as an attacker who read the library
+ * would.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <linux/capability.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "harness.h"
+#include "../src/backend/process_ring.h"
+
+static long guarded __wr_rare = 7;
+static long guarded_array[64] __wr_rare;
+static long plain_target = 5;
+
+static void need_process(void)
+{
+	if (strcmp(test_backend(), "process"))
+		SKIP("process backend only");
+}
+
+/* The pid of this process's helper (a child named rarewrite-hlp). */
+static pid_t find_helper(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t found = 0;
+
+	CHECK(d);
+	while (!found && (e = readdir(d))) {
+		char path[300], buf[512], *comm, *end;
+		int pid = atoi(e->d_name), ppid;
+		FILE *f;
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f)) {
+			comm = strchr(buf, '(');
+			end = strrchr(buf, ')');
+			if (comm && end &&
+			    sscanf(end + 2, "%*c %d", &ppid) == 1 &&
+			    ppid == getpid() &&
+			    !strncmp(comm + 1, "rarewrite-hlp", 13))
+				found = pid;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+struct ring_info {
+	struct prw_ring *ring;
+	unsigned long inode;
+};
+
+/* This process's request ring, found the way an attacker would. */
+static struct ring_info find_ring(void)
+{
+	struct ring_info ri = {0};
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	CHECK(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long start, inode;
+
+		if (!strstr(line, "/memfd:" PRW_RING_NAME))
+			continue;
+		CHECK(sscanf(line, "%lx-%*x %*s %*s %*s %lu", &start, &inode) ==
+		      2);
+		ri.ring = (struct prw_ring *)start;
+		ri.inode = inode;
+	}
+	fclose(f);
+	return ri;
+}
+
+/* Is a mapping of memfd inode @inode present in this process? */
+static bool inode_mapped(unsigned long inode)
+{
+	char line[512];
+	bool found = false;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	CHECK(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long ino;
+
+		if (strstr(line, "/memfd:") &&
+		    sscanf(line, "%*x-%*x %*s %*s %*s %lu", &ino) == 1 &&
+		    ino == inode)
+			found = true;
+	}
+	fclose(f);
+	return found;
+}
+
+/* The control socket: the one AF_UNIX SOCK_SEQPACKET descriptor. */
+static int find_ctl_socket(void)
+{
+	for (int fd = 3; fd < 1024; fd++) {
+		int type, domain;
+		socklen_t l = sizeof(int);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l))
+			continue;
+		l = sizeof(int);
+		if (!getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l) &&
+		    domain == AF_UNIX && type == SOCK_SEQPACKET)
+			return fd;
+	}
+	return -1;
+}
+
+static void doorbell(struct prw_ring *ring)
+{
+	__atomic_fetch_add(&ring->doorbell, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &ring->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+/* Forge a request of @n segments (data appended after them) into a free
+ * slot, ring the doorbell, and return the helper's verdict. */
+static uint32_t forge(struct prw_ring *ring, uint32_t nseg,
+		      const struct prw_seg *segs, unsigned n, const void *data,
+		      size_t data_len)
+{
+	struct prw_slot *s = NULL;
+	struct prw_req_head head = {.nseg = nseg};
+	uint32_t st;
+
+	for (unsigned i = 0; i < PRW_NR_SLOTS && !s; i++) {
+		uint32_t expect = PRW_FREE;
+
+		if (__atomic_compare_exchange_n(
+			    &ring->slots[i].state, &expect, PRW_CLAIMED, false,
+			    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			s = &ring->slots[i];
+	}
+	CHECK(s);
+	memcpy(s->body, &head, sizeof(head));
+	memcpy(s->body + sizeof(head), segs, n * sizeof(*segs));
+	if (data)
+		memcpy(s->body + sizeof(head) + n * sizeof(*segs), data,
+		       data_len);
+	s->flags = 0;
+	__atomic_store_n(&s->state, PRW_READY, __ATOMIC_SEQ_CST);
+	doorbell(ring);
+	for (int i = 0; i < 20000; i++) {
+		st = __atomic_load_n(&s->state, __ATOMIC_SEQ_CST);
+		if (st != PRW_READY)
+			break;
+		usleep(100);
+	}
+	__atomic_store_n(&s->state, PRW_FREE, __ATOMIC_SEQ_CST);
+	return st;
+}
+
+TEST(process_forged_out_of_region_requests_refused, EXPECT_PASS)
+{
+	struct ring_info ri;
+	struct prw_req_head h;
+	uint64_t evil = 0x4141414141414141ULL;
+	size_t data_off = sizeof(h) + 2 * sizeof(struct prw_seg);
+	struct rare_pool *pool;
+	long *obj;
+
+	need_process();
+	init();
+	pool = rare_pool_create(4096);
+	CHECK(pool);
+	obj = rare_alloc(pool, 4096); /* the pool's last page */
+	CHECK(obj);
+	rare_write(guarded, 11L);
+	ri = find_ring();
+	CHECK(ri.ring);
+
+	/* A plain (unprotected) global of the program. */
+	struct prw_seg plain = {(uintptr_t)&plain_target, 8, data_off, 0, 0};
+	CHECK(forge(ri.ring, 1, &plain, 1, NULL, 0) == PRW_REFUSED);
+	/* Across the end of the pool (its last 4 bytes and beyond). */
+	struct prw_seg cross = {(uintptr_t)obj + 4092, 8, data_off, 0, 0};
+	CHECK(forge(ri.ring, 1, &cross, 1, NULL, 0) == PRW_REFUSED);
+	/* The ring itself, and the library's code. */
+	struct prw_seg ring_seg = {(uintptr_t)ri.ring, 8, data_off, 0, 0};
+	CHECK(forge(ri.ring, 1, &ring_seg, 1, NULL, 0) == PRW_REFUSED);
+	struct prw_seg code = {(uintptr_t)rare_write_init, 8, data_off, 0, 0};
+	CHECK(forge(ri.ring, 1, &code, 1, NULL, 0) == PRW_REFUSED);
+	/* A valid segment then an invalid one: nothing of it is applied. */
+	struct prw_seg two[2] = {
+		{(uintptr_t)&guarded, 8, data_off, 0, 0},
+		{(uintptr_t)&plain_target, 8, data_off, 0, 0},
+	};
+	CHECK(forge(ri.ring, 2, two, 2, &evil, 8) == PRW_REFUSED);
+	/* Data offset outside the slot, length wrapping, no segments, too
+	 * many segments, zero length. */
+	struct prw_seg far = {(uintptr_t)&guarded, 8, 1 << 20, 0, 0};
+	CHECK(forge(ri.ring, 1, &far, 1, NULL, 0) == PRW_REFUSED);
+	struct prw_seg wrap = {(uintptr_t)&guarded, UINT64_MAX - 2, data_off, 0,
+			       0};
+	CHECK(forge(ri.ring, 1, &wrap, 1, NULL, 0) == PRW_REFUSED);
+	CHECK(forge(ri.ring, 0, NULL, 0, NULL, 0) == PRW_REFUSED);
+	CHECK(forge(ri.ring, 100000, &plain, 1, NULL, 0) == PRW_REFUSED);
+	struct prw_seg zero = {(uintptr_t)&guarded, 0, data_off, 0, 0};
+	CHECK(forge(ri.ring, 1, &zero, 1, NULL, 0) == PRW_REFUSED);
+
+	CHECK(guarded == 11);
+	CHECK(plain_target == 5);
+	CHECK(obj[511] == 0);
+	/* The channel still works: a well-formed forged request is applied
+	 * (it is within protected memory, as rare_write() would be). */
+	struct prw_seg ok = {(uintptr_t)&guarded, 8,
+			     sizeof(h) + sizeof(struct prw_seg), 0, 0};
+	CHECK(forge(ri.ring, 1, &ok, 1, &evil, 8) == PRW_DONE);
+	CHECK((uint64_t)guarded == evil);
+	rare_write(guarded, 12L);
+	CHECK(guarded == 12);
+}
+
+/* Run @fn in a child with stderr captured; return its wait status and the
+ * captured text in @out. */
+static int run_capturing(void (*fn)(void *), char *out, size_t len)
+{
+	int p[2], status, saved;
+	ssize_t n, got = 0;
+
+	CHECK(!pipe(p));
+	saved = dup(STDERR_FILENO);
+	dup2(p[1], STDERR_FILENO);
+	status = run_in_child(fn, NULL);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(p[1]);
+	while (got < (ssize_t)len - 1 &&
+	       (n = read(p[0], out + got, len - 1 - (size_t)got)) > 0)
+		got += n;
+	out[got] = 0;
+	close(p[0]);
+	return status;
+}
+
+static void kill_helper_then_write(void *unused)
+{
+	pid_t helper;
+
+	(void)unused;
+	init();
+	rare_write(guarded, 1L);
+	helper = find_helper();
+	CHECK(helper > 0);
+	CHECK(!kill(helper, SIGKILL));
+	usleep(20000);
+	rare_write(guarded, 2L); /* must abort */
+	fprintf(stderr, "write after helper death returned\n");
+}
+
+TEST(process_helper_killed_next_write_aborts, EXPECT_PASS)
+{
+	char msg[1024];
+	int status;
+
+	need_process();
+	status = run_capturing(kill_helper_then_write, msg, sizeof(msg));
+	if (child_killed_by(status) != SIGABRT)
+		fprintf(stderr, "status %#x, stderr: %s\n", status, msg);
+	CHECK(child_killed_by(status) == SIGABRT);
+	CHECK(strstr(msg, "rarewrite: rare_write_memcpy("));
+	CHECK(strstr(msg, "helper"));
+	CHECK(strstr(msg, "killed by signal 9"));
+	CHECK(!strstr(msg, "returned"));
+	/* One line. */
+	CHECK(strchr(msg, '\n') == msg + strlen(msg) - 1);
+}
+
+/* Unregister every region behind the library's back (forged control
+ * messages), so the helper refuses the library's next write. */
+static void unregister_then_write(void *unused)
+{
+	struct ring_info ri;
+	int sock;
+
+	(void)unused;
+	init();
+	rare_write(guarded, 1L);
+	ri = find_ring();
+	sock = find_ctl_socket();
+	CHECK(ri.ring && sock >= 0);
+	for (uint64_t id = 1; id <= 16; id++) {
+		struct prw_ctl m = {.op = PRW_OP_DEL, .id = id};
+		int32_t reply;
+
+		CHECK(send(sock, &m, sizeof(m), 0) == sizeof(m));
+		__atomic_store_n(&ri.ring->ctl_pending, 1, __ATOMIC_SEQ_CST);
+		doorbell(ri.ring);
+		CHECK(recv(sock, &reply, sizeof(reply), 0) == sizeof(reply));
+	}
+	rare_write(guarded, 2L); /* refused: must abort */
+	fprintf(stderr, "refused write returned\n");
+}
+
+TEST(process_refused_write_aborts_and_lands_nowhere, EXPECT_PASS)
+{
+	char msg[1024];
+	int status;
+
+	need_process();
+	status = run_capturing(unregister_then_write, msg, sizeof(msg));
+	if (child_killed_by(status) != SIGABRT)
+		fprintf(stderr, "status %#x, stderr: %s\n", status, msg);
+	CHECK(child_killed_by(status) == SIGABRT);
+	CHECK(strstr(msg, "refused"));
+	CHECK(!strstr(msg, "returned"));
+}
+
+TEST(process_fork_child_has_own_copy_and_helper, EXPECT_PASS)
+{
+	int to_child[2], to_parent[2], status;
+	pid_t pid, parent_helper;
+	char c;
+
+	need_process();
+	init();
+	rare_write(guarded, 1L);
+	parent_helper = find_helper();
+	CHECK(parent_helper > 0);
+	CHECK(!pipe(to_child) && !pipe(to_parent));
+	fflush(NULL);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		pid_t mine = find_helper();
+
+		if (mine <= 0 || mine == parent_helper)
+			_exit(10);
+		rare_write(guarded, 2L);
+		if (guarded != 2)
+			_exit(11);
+		CHECK(write(to_parent[1], "w", 1) == 1);
+		CHECK(read(to_child[0], &c, 1) == 1); /* parent wrote 3 */
+		_exit(guarded == 2 ? 0 : 12);
+	}
+	CHECK(read(to_parent[0], &c, 1) == 1);
+	CHECK(guarded == 1); /* the child's write stayed in the child */
+	rare_write(guarded, 3L);
+	CHECK(write(to_child[1], "p", 1) == 1);
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(guarded == 3);
+}
+
+struct parent_channels {
+	struct ring_info ring;
+	unsigned long sock_inode;
+	pid_t helper, parent;
+};
+
+/*
+ * Run on as an attacker of the same uid without CAP_SYS_PTRACE (which
+ * defeats any user-space protection; the suite often runs as root).
+ */
+static void drop_ptrace_capability(void)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+
+	CHECK(!syscall(SYS_capget, &h, d));
+	d[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
+	d[CAP_SYS_PTRACE / 32].permitted &= ~(1u << (CAP_SYS_PTRACE % 32));
+	CHECK(!syscall(SYS_capset, &h, d));
+}
+
+/* The attacker in the child: every channel to the parent's helper. */
+static void fork_attacker(void *arg)
+{
+	const struct parent_channels *pc = arg;
+	long evil = 666;
+	char path[300], link[256];
+	struct iovec local = {&evil, sizeof(evil)};
+	struct iovec remote = {&guarded, sizeof(guarded)};
+	DIR *d;
+	struct dirent *e;
+	int fd;
+
+	/* 1. The parent's ring is not mapped here, at any address. */
+	if (inode_mapped(pc->ring.inode))
+		_exit(20);
+	/* 2. A futex wake at its address reaches nothing of the parent's. */
+	if (syscall(SYS_futex, &pc->ring.ring->doorbell, FUTEX_WAKE, 1, NULL,
+		    NULL, 0) >= 0 &&
+	    inode_mapped(pc->ring.inode))
+		_exit(21);
+	/* 3. No descriptor is the parent's socket, none is a memfd of
+	 * protected memory (the child's own are closed too). */
+	d = opendir("/proc/self/fd");
+	CHECK(d);
+	while ((e = readdir(d))) {
+		struct stat st;
+		ssize_t n;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n < 0)
+			continue;
+		link[n] = 0;
+		if (strstr(link, "/memfd:rarewrite") &&
+		    !strstr(link, "rarewrite-ring"))
+			_exit(22);
+		if (!stat(path, &st) && S_ISSOCK(st.st_mode) &&
+		    st.st_ino == pc->sock_inode)
+			_exit(23);
+	}
+	closedir(d);
+	/* 4. The parent's helper admits no debugger and no /proc/pid/mem. */
+	drop_ptrace_capability();
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pc->helper);
+	fd = open(path, O_RDWR);
+	if (fd >= 0)
+		_exit(24);
+	if (ptrace(PTRACE_SEIZE, pc->helper, NULL, NULL) == 0)
+		_exit(25);
+	if (process_vm_writev(pc->helper, &local, 1, &remote, 1, 0) >= 0)
+		_exit(26);
+	/* 5. Nor can the parent's read-only view be written from outside. */
+	if (process_vm_writev(pc->parent, &local, 1, &remote, 1, 0) >= 0)
+		_exit(27);
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pc->parent);
+	fd = open(path, O_RDWR);
+	if (fd >= 0) {
+		ssize_t n = pwrite(fd, &evil, sizeof(evil),
+				   (off_t)(uintptr_t)&guarded);
+
+		close(fd);
+		if (n == sizeof(evil))
+			_exit(28);
+	}
+	/* 6. Forge through every socket the child has: only its own helper
+	 * can answer, and it holds only the child's own copies. */
+	for (int s = 3; s < 1024; s++) {
+		struct prw_ctl m = {.op = PRW_OP_DEL, .id = 1};
+
+		send(s, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL);
+	}
+	_exit(0);
+}
+
+TEST(process_fork_child_cannot_reach_parent_helper, EXPECT_PASS)
+{
+	struct parent_channels pc = {0};
+	struct stat st;
+	int sock, status;
+
+	need_process();
+	init();
+	rare_write(guarded, 1L);
+	pc.ring = find_ring();
+	pc.helper = find_helper();
+	pc.parent = getpid();
+	sock = find_ctl_socket();
+	CHECK(pc.ring.ring && pc.helper > 0 && sock >= 0);
+	CHECK(!fstat(sock, &st));
+	pc.sock_inode = st.st_ino;
+	status = run_in_child(fork_attacker, &pc);
+	if (status != CHILD_OK)
+		fprintf(stderr, "attacker status %#x\n", status);
+	CHECK(status == CHILD_OK);
+	CHECK(guarded == 1);
+	rare_write(guarded, 2L); /* the parent's helper still serves */
+	CHECK(guarded == 2);
+	CHECK(find_helper() == pc.helper);
+}
+
+TEST(process_no_writable_mapping_in_program, EXPECT_PASS)
+{
+	struct rare_pool *pool;
+	char line[512];
+	long *obj;
+	FILE *f;
+
+	need_process();
+	init();
+	pool = rare_pool_create(1 << 16);
+	CHECK(pool);
+	obj = rare_alloc(pool, 64);
+	CHECK(obj);
+	rare_write(obj[0], 1L);
+	f = fopen("/proc/self/maps", "r");
+	CHECK(f);
+	while (fgets(line, sizeof(line), f)) {
+		char perms[8];
+
+		if (!strstr(line, "/memfd:rarewrite") ||
+		    strstr(line, "rarewrite-ring") ||
+		    strstr(line, "rarewrite-bulk"))
+			continue;
+		CHECK(sscanf(line, "%*x-%*x %7s", perms) == 1);
+		CHECK(perms[1] == '-');
+		CHECK(perms[3] == 's');
+	}
+	fclose(f);
+	/* Sealed before the view was mapped: it cannot be made writable. */
+	CHECK(mprotect((void *)((uintptr_t)&guarded & ~4095UL), 4096,
+		       PROT_READ | PROT_WRITE) < 0);
+	CHECK(mprotect((void *)((uintptr_t)obj & ~4095UL), 4096,
+		       PROT_READ | PROT_WRITE) < 0);
+	rare_write(obj[0], 2L);
+	CHECK(obj[0] == 2);
+}
+
+TEST(process_helper_closes_inherited_descriptors, EXPECT_PASS)
+{
+	struct pollfd pfd;
+	int p[2];
+	char c;
+
+	need_process();
+	/* Not close-on-exec: the helper inherits it and must close it. */
+	CHECK(!pipe(p));
+	init();
+	close(p[1]);
+	pfd = (struct pollfd){.fd = p[0], .events = POLLIN};
+	CHECK(poll(&pfd, 1, 5000) == 1);
+	CHECK(read(p[0], &c, 1) == 0); /* EOF: no copy of the end remains */
+}
+
+TEST(process_helper_invisible_to_wait_and_undebuggable, EXPECT_PASS)
+{
+	char path[64];
+	pid_t helper;
+	int status;
+
+	need_process();
+	init();
+	helper = find_helper();
+	CHECK(helper > 0);
+	/* Not a SIGCHLD child: the program's wait(-1) never sees it. */
+	errno = 0;
+	CHECK(waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD);
+	/* Non-dumpable: no debugger, no /proc/<pid>/mem, even for its own
+	 * uid. */
+	drop_ptrace_capability();
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)helper);
+	CHECK(open(path, O_RDWR) < 0);
+	CHECK(ptrace(PTRACE_SEIZE, helper, NULL, NULL) < 0);
+}
+
+static void *init_and_exit(void *unused)
+{
+	(void)unused;
+	init();
+	return NULL;
+}
+
+TEST(process_helper_survives_initialising_thread, EXPECT_PASS)
+{
+	pthread_t t;
+
+	need_process();
+	/* PR_SET_PDEATHSIG fires when the creating thread exits. */
+	CHECK(!pthread_create(&t, NULL, init_and_exit, NULL));
+	CHECK(!pthread_join(t, NULL));
+	usleep(50000);
+	rare_write(guarded, 4L);
+	CHECK(guarded == 4);
+	CHECK(find_helper() > 0);
+}
+
+static void init_report_helper_exit(void *arg)
+{
+	int *fd = arg;
+	pid_t helper;
+
+	init();
+	helper = find_helper();
+	CHECK(write(*fd, &helper, sizeof(helper)) == sizeof(helper));
+	_exit(0);
+}
+
+TEST(process_helper_dies_with_program, EXPECT_PASS)
+{
+	int p[2], status;
+	pid_t helper = 0;
+
+	need_process();
+	CHECK(!pipe(p));
+	status = run_in_child(init_report_helper_exit, &p[1]);
+	CHECK(status == CHILD_OK);
+	CHECK(read(p[0], &helper, sizeof(helper)) == sizeof(helper));
+	CHECK(helper > 0);
+	for (int i = 0; i < 500; i++) {
+		char path[64], buf[256];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)helper);
+		f = fopen(path, "r");
+		if (!f)
+			return; /* gone and reaped */
+		buf[0] = 0;
+		if (fgets(buf, sizeof(buf), f) && strstr(buf, ") Z")) {
+			fclose(f);
+			return; /* exited, awaiting its new parent */
+		}
+		fclose(f);
+		usleep(10000);
+	}
+	CHECK(!"helper outlived its program");
+}
+
+#define WRITERS 8
+#define ROUNDS 3000
+
+static struct rare_pool *mt_pool;
+static long *mt_objs[WRITERS];
+static volatile bool mt_stop;
+
+static void *writer(void *arg)
+{
+	long i = (long)arg;
+
+	for (long n = 1; n <= ROUNDS; n++) {
+		rare_write(guarded_array[i], n);
+		rare_write(mt_objs[i][0], n);
+		/* Readers check that both halves always match. */
+		rare_write(guarded_array[32],
+			   (long)(n & 1 ? 0x1111111111111111L
+					: 0x2222222222222222L));
+		if (guarded_array[i] != n || mt_objs[i][0] != n)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+static void *reader(void *arg)
+{
+	(void)arg;
+	while (!mt_stop) {
+		long v = __atomic_load_n(&guarded_array[32], __ATOMIC_RELAXED);
+
+		if (v && v != 0x1111111111111111L && v != 0x2222222222222222L)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+TEST(process_many_threads_write_at_once, EXPECT_PASS)
+{
+	pthread_t w[WRITERS], r;
+	void *ret;
+
+	need_process();
+	init();
+	mt_pool = rare_pool_create(WRITERS * 64);
+	CHECK(mt_pool);
+	for (int i = 0; i < WRITERS; i++)
+		CHECK((mt_objs[i] = rare_alloc(mt_pool, 64)));
+	CHECK(!pthread_create(&r, NULL, reader, NULL));
+	for (long i = 0; i < WRITERS; i++)
+		CHECK(!pthread_create(&w[i], NULL, writer, (void *)i));
+	for (int i = 0; i < WRITERS; i++) {
+		CHECK(!pthread_join(w[i], &ret));
+		CHECK(!ret);
+	}
+	mt_stop = true;
+	CHECK(!pthread_join(r, &ret));
+	CHECK(!ret);
+	for (int i = 0; i < WRITERS; i++) {
+		CHECK(guarded_array[i] == ROUNDS);
+		CHECK(mt_objs[i][0] == ROUNDS);
+	}
+}
+
+TEST(process_big_requests_use_the_bulk_area, EXPECT_PASS)
+{
+	size_t len = 3 << 20;
+	struct rare_pool *pool;
+	struct rare_write_mapping m;
+	unsigned char *obj, *src;
+
+	need_process();
+	init();
+	pool = rare_pool_create(4 << 20);
+	CHECK(pool);
+	obj = rare_alloc(pool, len);
+	src = malloc(len);
+	CHECK(obj && src);
+	for (size_t i = 0; i < len; i++)
+		src[i] = (unsigned char)(i * 7 + 3);
+	rare_write_memcpy(obj, src, len);
+	CHECK(!memcmp(obj, src, len));
+	m = rare_write_map(obj + 100, 70000);
+	CHECK(m.addr != obj + 100); /* a private staging copy */
+	memset(m.addr, 0x5a, 70000);
+	CHECK(obj[100] == src[100]); /* nothing lands before unmap */
+	rare_write_unmap(m);
+	CHECK(obj[100] == 0x5a && obj[70099] == 0x5a);
+	CHECK(obj[70100] == src[70100]);
+	rare_free(pool, obj);
+	free(src);
+}
