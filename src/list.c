@@ -27,6 +27,11 @@ static void check_add(const char *call, struct rare_list_head *entry,
 {
 	if (!entry || !prev || !next)
 		rw_die(call, entry, "NULL list node");
+	/* Validate before reading: a wild node aborts, it does not fault. */
+	rw_region_of(call, entry, sizeof(*entry));
+	rw_region_of(call, next, sizeof(*next));
+	if ((uintptr_t)entry % sizeof(void *))
+		rw_die(call, entry, "misaligned list node (links would tear)");
 	if (next->prev != prev)
 		rw_die(call, next, "corrupted list: next->prev is %p, not %p",
 		       (void *)next->prev, (void *)prev);
@@ -55,6 +60,7 @@ void rare_list_add(struct rare_list_head *entry, struct rare_list_head *head)
 {
 	if (!head)
 		rw_die("rare_list_add", head, "NULL list head");
+	rw_region_of("rare_list_add", head, sizeof(*head));
 	add_between("rare_list_add", entry, head, head->next);
 }
 
@@ -63,6 +69,8 @@ void rare_list_add_tail(struct rare_list_head *entry,
 {
 	if (!head)
 		rw_die("rare_list_add_tail", head, "NULL list head");
+	rw_region_of("rare_list_add_tail", head, sizeof(*head));
+	rw_region_of("rare_list_add_tail", head->prev, sizeof(*head));
 	add_between("rare_list_add_tail", entry, head->prev, head);
 }
 
@@ -74,10 +82,15 @@ void rare_list_del(struct rare_list_head *entry)
 
 	if (!entry)
 		rw_die("rare_list_del", entry, "NULL list node");
+	rw_region_of("rare_list_del", entry, sizeof(*entry));
 	prev = entry->prev;
 	next = entry->next;
 	if (next == RARE_LIST_POISON1 || prev == RARE_LIST_POISON2)
 		rw_die("rare_list_del", entry, "entry was already deleted");
+	if (!rw_region_lookup(prev) || !rw_region_lookup(next))
+		rw_die("rare_list_del", entry,
+		       "corrupted list: a neighbour is outside protected "
+		       "memory");
 	if (prev->next != entry || next->prev != entry)
 		rw_die("rare_list_del", entry,
 		       "corrupted list: neighbours do not point back");
