@@ -17,7 +17,7 @@ const struct attack_expect attack_table[] = {
 	{"2a", {B, B, B, O, B}},     {"2b", {B, B, B, O, B}},
 	{"3", {B, B, B, B, B}},	     {"4", {B, B, B, B, B}},
 	{"5a", {B, B, B, B, B}},     {"5b", {B, B, O, O, B}},
-	{"6a", {B, O, O, O, O}},     {"6b", {B, O, O, O, O}},
+	{"6a", {B, O, O, O, B}},     {"6b", {B, O, O, O, O}},
 	{"6c", {B, O, O, O, O}},     {"7a", {B, B, B, B, B}},
 	{"7b", {O, O, O, O, O}},     {"7c", {NA, NA, NA, B, NA}},
 	{"7d", {NA, NA, NA, O, NA}}, {"7e", {B, B, B, B, B}},
