@@ -162,7 +162,8 @@ static uint32_t forge(struct prw_ring *ring, uint32_t nseg,
 	}
 	CHECK(s);
 	memcpy(s->body, &head, sizeof(head));
-	memcpy(s->body + sizeof(head), segs, n * sizeof(*segs));
+	if (n)
+		memcpy(s->body + sizeof(head), segs, n * sizeof(*segs));
 	if (data)
 		memcpy(s->body + sizeof(head) + n * sizeof(*segs), data,
 		       data_len);
