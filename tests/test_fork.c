@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fork(): the child owns a private copy of protected memory; neither side's
+ * writes reach the other, and a child running an attacker's code holds no
+ * descriptor or mapping through which it could write the parent's memory.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "testutil.h"
+
+static long value __wr_rare = 1;
+static long pair[2] __wr_rare;
+static unsigned char blob[8192] __wr_rare __attribute__((aligned(4096)));
+
+static struct rare_pool *pool;
+static long *obj;
+
+static void setup(void)
+{
+	init();
+	pool = rare_pool_create(1 << 16);
+	CHECK(pool);
+	obj = rare_alloc(pool, 64);
+	CHECK(obj);
+	rare_write(*obj, 1L);
+	rare_write(value, 1L);
+}
+
+static void xread(int fd)
+{
+	char c;
+
+	while (read(fd, &c, 1) < 0 && errno == EINTR)
+		;
+}
+
+static void xwrite(int fd)
+{
+	CHECK(write(fd, "x", 1) == 1);
+}
+
+TEST(fork_private_copy_both_directions, EXPECT_PASS)
+{
+	int c2p[2], p2c[2], status;
+	pid_t pid;
+
+	setup();
+	CHECK(pipe(c2p) == 0 && pipe(p2c) == 0);
+	fflush(NULL);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		/* sole holder of the other ends: EOF if the parent dies */
+		close(c2p[0]);
+		close(p2c[1]);
+		rare_write(value, 2L);
+		rare_write(*obj, 2L);
+		xwrite(c2p[1]);
+		xread(p2c[0]); /* the parent has written 3 meanwhile */
+		_exit(value == 2 && *obj == 2 ? 0 : 1);
+	}
+	close(c2p[1]);
+	close(p2c[0]);
+	xread(c2p[0]); /* the child has written 2 */
+	CHECK(value == 1 && *obj == 1);
+	rare_write(value, 3L);
+	rare_write(*obj, 3L);
+	xwrite(p2c[1]);
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(value == 3 && *obj == 3);
+}
+
+static void child_store(void *p)
+{
+	store_long(p);
+}
+
+TEST(fork_child_plain_store_faults, EXPECT_PASS)
+{
+	setup();
+	expect_segv(child_store, &value);
+	expect_segv(child_store, obj);
+	CHECK(value == 1 && *obj == 1);
+}
+
+/* The whole protected API works in a child, and in a grandchild. */
+static void child_uses_api(void *depth)
+{
+	struct rare_write_mapping m;
+	long *o = rare_alloc(pool, 32);
+
+	if (!o)
+		_exit(2);
+	rare_write(*o, 5L);
+	if (!depth)
+		rare_free(pool, obj);
+	m = rare_write_map(&value, sizeof(value));
+	*(long *)m.addr = 6;
+	rare_write_unmap(m);
+	if (backend_has(RARE_WRITE_CAP_BEGIN_END)) {
+		rare_write_begin();
+		pair[0] = 7;
+		rare_write_end();
+	}
+	if (*o != 5 || value != 6 || *obj != 0)
+		_exit(3);
+	if (!depth && run_in_child(child_uses_api, (void *)1) != CHILD_OK)
+		_exit(4);
+	if (value != 6 || *o != 5)
+		_exit(5);
+	_exit(0);
+}
+
+TEST(fork_child_uses_the_api, EXPECT_PASS)
+{
+	setup();
+	int status = run_in_child(child_uses_api, NULL);
+
+	if (status != CHILD_OK)
+		fprintf(stderr, "child status %#x\n", status);
+	CHECK(status == CHILD_OK);
+	CHECK(value == 1 && *obj == 1 && pair[0] == 0);
+	CHECK(rare_alloc(pool, 32) != obj);
+}
+
+/* Inodes of the parent's memfds, collected before the fork. */
+static ino_t parent_inodes[512];
+static unsigned nr_parent_inodes;
+
+static bool is_rarewrite_memfd(int fd)
+{
+	char path[64], link[256];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return false;
+	link[n] = 0;
+	return strstr(link, "memfd:rarewrite") != NULL;
+}
+
+/* Call @fn on every open descriptor that is a rarewrite memfd. */
+static unsigned for_each_memfd(void (*fn)(int fd))
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	unsigned n = 0;
+	int self;
+
+	CHECK(d);
+	self = dirfd(d);
+	while ((e = readdir(d))) {
+		int fd = atoi(e->d_name);
+
+		if (e->d_name[0] == '.' || fd == self)
+			continue;
+		if (is_rarewrite_memfd(fd)) {
+			fn(fd);
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+static void record_inode(int fd)
+{
+	struct stat st;
+
+	CHECK(fstat(fd, &st) == 0);
+	CHECK(nr_parent_inodes < 512);
+	parent_inodes[nr_parent_inodes++] = st.st_ino;
+}
+
+static void attack_fd(int fd)
+{
+	static unsigned char junk[65536];
+	struct stat st;
+	void *p;
+
+	memset(junk, 0xff, sizeof(junk));
+	if (fstat(fd, &st))
+		return;
+	for (unsigned i = 0; i < nr_parent_inodes; i++)
+		if (st.st_ino == parent_inodes[i])
+			_exit(10); /* the parent's own memfd */
+	for (off_t off = 0; off < st.st_size; off += sizeof(junk))
+		if (pwrite(fd, junk, sizeof(junk), off) < 0)
+			break;
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 fd, 0);
+	if (p != MAP_FAILED)
+		memset(p, 0xfe, (size_t)st.st_size);
+}
+
+/* Every mapping of a memfd, and every protected region: try to make it
+ * writable and overwrite it. */
+static void attack_mappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	static struct {
+		uintptr_t lo, hi;
+	} maps[256];
+	unsigned n = 0;
+
+	CHECK(f);
+	while (fgets(line, sizeof(line), f) && n < 256) {
+		uintptr_t lo, hi;
+
+		if (!strstr(line, "memfd:rarewrite"))
+			continue;
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
+			maps[n].lo = lo;
+			maps[n].hi = hi;
+			n++;
+		}
+	}
+	fclose(f);
+	for (unsigned i = 0; i < n; i++)
+		if (!mprotect((void *)maps[i].lo, maps[i].hi - maps[i].lo,
+			      PROT_READ | PROT_WRITE))
+			memset((void *)maps[i].lo, 0xfd,
+			       maps[i].hi - maps[i].lo);
+}
+
+static void attacker_child(void *unused)
+{
+	(void)unused;
+	for_each_memfd(attack_fd);
+	attack_mappings();
+	/* the mprotect analog: flip the pages themselves */
+	if (!mprotect(blob, sizeof(blob), PROT_READ | PROT_WRITE))
+		memset(blob, 0xfc, sizeof(blob));
+	if (!mprotect((void *)((uintptr_t)obj & ~(page_size() - 1)),
+		      page_size(), PROT_READ | PROT_WRITE))
+		*obj = 0xfc;
+	_exit(0);
+}
+
+TEST(fork_child_cannot_write_parent, EXPECT_PASS)
+{
+	static unsigned char before[sizeof(blob)];
+	int status;
+
+	setup();
+	for (size_t i = 0; i < sizeof(blob); i++)
+		before[i] = (unsigned char)(i * 7);
+	rare_write_memcpy(blob, before, sizeof(blob));
+	nr_parent_inodes = 0;
+	for_each_memfd(record_inode);
+	status = run_in_child(attacker_child, NULL);
+	if (status != CHILD_OK)
+		fprintf(stderr, "attacker child status %#x\n", status);
+	CHECK(status == CHILD_OK); /* exit 10: it held the parent's memfd */
+	CHECK(memcmp(blob, before, sizeof(blob)) == 0);
+	CHECK(value == 1 && *obj == 1);
+	for (int i = 1; i < 8; i++)
+		CHECK(obj[i] == 0);
+	/* and the parent still writes */
+	rare_write(value, 11L);
+	CHECK(value == 11);
+}
+
+/* Fork while another thread writes continuously: each child's copy is a
+ * consistent snapshot (the pair written in one call is never half new), and
+ * the parent's writer goes on. */
+static volatile bool stop_writer;
+
+static void *pair_writer(void *unused)
+{
+	(void)unused;
+	for (long i = 1; !stop_writer; i++) {
+		long v[2] = {i, i};
+
+		rare_write_memcpy(pair, v, sizeof(v));
+	}
+	return NULL;
+}
+
+static void check_pair_child(void *unused)
+{
+	long a = pair[0], b = pair[1];
+
+	(void)unused;
+	if (a != b)
+		_exit(20);
+	rare_write(pair[0], -1L);
+	_exit(pair[0] == -1 && pair[1] == b ? 0 : 21);
+}
+
+TEST(fork_while_writing_snapshots_consistently, EXPECT_PASS)
+{
+	pthread_t t;
+
+	setup();
+	CHECK(pthread_create(&t, NULL, pair_writer, NULL) == 0);
+	for (int i = 0; i < 30; i++) {
+		int status = run_in_child(check_pair_child, NULL);
+
+		if (status != CHILD_OK)
+			fprintf(stderr, "child %d: status %#x\n", i, status);
+		CHECK(status == CHILD_OK);
+		CHECK(pair[0] != -1);
+	}
+	stop_writer = true;
+	pthread_join(t, NULL);
+	CHECK(pair[0] == pair[1] && pair[0] > 0);
+}
