@@ -277,9 +277,17 @@ static void ctl_drain(void)
 	}
 }
 
+/* Sleep on @word; after a second of idleness, check that the program still
+ * holds its end of the socket (it closes on exec, or if the program closed
+ * it), and leave if not. */
 static void futex_wait_shared(uint32_t *word, uint32_t val)
 {
-	syscall(SYS_futex, word, FUTEX_WAIT, val, NULL, NULL, 0);
+	struct timespec t = {1, 0};
+	char c;
+
+	if (syscall(SYS_futex, word, FUTEX_WAIT, val, &t, NULL, 0) &&
+	    errno == ETIMEDOUT && !recv(h_sock, &c, 1, MSG_PEEK | MSG_DONTWAIT))
+		_exit(0);
 }
 
 static void futex_wake_shared(uint32_t *word)
