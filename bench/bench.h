@@ -51,6 +51,7 @@ struct bench_op base_store(void);
 struct bench_op base_syscall(void);
 struct bench_op base_pwrite(size_t len);
 struct bench_op base_mprotect(size_t len);
+struct bench_op base_mprotect_within(size_t len);
 struct bench_op base_alias(size_t len);
 struct bench_op base_futex(void);
 void base_futex_stop(void);
@@ -58,6 +59,7 @@ struct bench_op base_chromium(void);
 
 /* The library: backend child entry points (lib_ops.c, workloads). */
 void run_backend_suite(const char *requested, bool auto_only);
+const char *mechanism_name(const char *backend);
 void run_hashtable(const char *backend);
 void run_pool_memory(const char *backend);
 void run_reads(const char *backend);

@@ -231,11 +231,10 @@ static struct ht_result run_once(const struct table *t, unsigned threads,
 	return r;
 }
 
-static int cmp_result(const void *a, const void *b)
+static double median(double *v, int n)
 {
-	const struct ht_result *x = a, *y = b;
-
-	return (x->rate > y->rate) - (x->rate < y->rate);
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return v[n / 2];
 }
 
 void run_hashtable(const char *backend)
@@ -244,9 +243,12 @@ void run_hashtable(const char *backend)
 	unsigned threads = cpus < 2		? 2
 			   : cpus > MAX_THREADS ? MAX_THREADS
 						: (unsigned)cpus;
-	const int rounds = bench_quick ? 3 : 5;
-	uint64_t dur = bench_quick ? 150000000ull : 500000000ull;
-	struct ht_result res[2][5];
+	/* Many short rounds, alternating the tables and their order; the
+	 * ratio is the median of the per-round ratios, which cancels the
+	 * drift of a shared machine. */
+	const int rounds = bench_quick ? 6 : 24;
+	const uint64_t dur = bench_quick ? 60000000ull : 100000000ull;
+	double rate[2][24], ratio[24], upd[24], upd99[24];
 	struct table t[2] = {0};
 	size_t mem[2];
 
@@ -258,26 +260,31 @@ void run_hashtable(const char *backend)
 		touch(&t[p]);
 		mem[p] = rss_bytes() - before;
 	}
-	/* Interleave the two tables' rounds; keep the median round. */
-	for (int r = 0; r < rounds; r++)
-		for (int p = 0; p < 2; p++)
-			res[p][r] = run_once(&t[p], threads, dur);
-	for (int p = 0; p < 2; p++) {
-		const char *what = p ? "hashtable" : "hashtable/plain";
-		char name[64];
+	for (int r = 0; r < rounds; r++) {
+		for (int k = 0; k < 2; k++) {
+			int p = (r + k) % 2;
+			struct ht_result x = run_once(&t[p], threads, dur);
 
-		qsort(res[p], (size_t)rounds, sizeof(res[p][0]), cmp_result);
-		struct ht_result m = res[p][rounds / 2];
-
-		snprintf(name, sizeof(name), "%s.lookup", what);
-		record(backend, name, "threads", "lookups/s", m.rate, 0,
-		       threads);
-		snprintf(name, sizeof(name), "%s.update", what);
-		record(backend, name, "threads", "ns", m.upd_med, m.upd_p99,
-		       threads);
-		snprintf(name, sizeof(name), "%s.rss", what);
-		record(backend, name, "threads", "bytes", (double)mem[p], 0,
-		       NR_ENTRIES);
-		table_free(&t[p]);
+			rate[p][r] = x.rate;
+			if (p) {
+				upd[r] = x.upd_med;
+				upd99[r] = x.upd_p99;
+			}
+		}
+		ratio[r] = rate[1][r] / rate[0][r];
 	}
+	record(backend, "hashtable.lookup", "threads", "lookups/s",
+	       median(rate[1], rounds), 0, threads);
+	record(backend, "hashtable/plain.lookup", "threads", "lookups/s",
+	       median(rate[0], rounds), 0, threads);
+	record(backend, "hashtable.ratio", "threads", "x",
+	       median(ratio, rounds), 0, (unsigned)rounds);
+	record(backend, "hashtable.update", "threads", "ns",
+	       median(upd, rounds), median(upd99, rounds), threads);
+	record(backend, "hashtable.rss", "threads", "bytes", (double)mem[1], 0,
+	       NR_ENTRIES);
+	record(backend, "hashtable/plain.rss", "threads", "bytes",
+	       (double)mem[0], 0, NR_ENTRIES);
+	table_free(&t[0]);
+	table_free(&t[1]);
 }

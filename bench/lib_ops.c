@@ -96,7 +96,7 @@ static void op_alloc(void *ctx, uint64_t i)
 
 static struct bench_op raw_op(const char *name, size_t len);
 
-static const char *mechanism_name(const char *name)
+const char *mechanism_name(const char *name)
 {
 	static const char *const map[][2] = {
 		{"pwrite", "raw pwrite"},
@@ -171,8 +171,6 @@ void run_backend_suite(const char *backend, bool auto_only)
 	const volatile uint64_t *rt = &prot.word;
 	struct bench_op ops[4];
 
-	record(backend, "resolves", name, mechanism_name(name), 0, 0, 0);
-
 	if (auto_only) {
 		/* auto: rare_write against the Chromium-style reference. */
 		ops[0] = (struct bench_op){"rare_write", op_write8, NULL, rt};
@@ -190,7 +188,13 @@ void run_backend_suite(const char *backend, bool auto_only)
 	ops[1] = mechanism(name, 8);
 	ops[2] = base_chromium();
 	ops[2].name = "chromium";
-	run_set(backend, "write8", ops, 3);
+	if (!strcmp(name, "mprotect")) {
+		ops[3] = base_mprotect_within(8);
+		ops[3].name = "within";
+		run_set(backend, "write8", ops, 4);
+	} else {
+		run_set(backend, "write8", ops, 3);
+	}
 
 	ops[0] = (struct bench_op){"memcpy", op_memcpy4k, NULL,
 				   (const uint64_t *)prot.buf4k};

@@ -1,7 +1,7 @@
 # bench/plot.gp - medians per operation and backend, alone and with a
 # reader thread; log scale. Invoked by `make bench-plot` with dir and out.
 load dir.'/plot.vars'
-set terminal pngcairo size 1400,1000 font "sans,10"
+set terminal pngcairo noenhanced size 1400,1000 font "sans,10"
 set output out
 set style data histograms
 set style histogram clustered gap 1

@@ -25,7 +25,7 @@ void run_pool_memory(const char *backend)
 	fprintf(stderr, "  %-9s pool %zu x %zu bytes\n", backend, nr, size);
 	if (!objs)
 		abort();
-	memset(objs, 0, nr * sizeof(void *)); /* resident before we count */
+	memset(objs, 0x5a, nr * sizeof(void *)); /* resident before we count */
 	before = rss_bytes();
 	pool = rare_pool_create(nr * size + nr * size / 8);
 	if (!pool)
