@@ -87,15 +87,18 @@
  * "ours" mask that the fault handler repairs, or change which key a gate
  * opens. Signal handlers can read it: it sits under key 0.
  */
-static struct pkey_state {
-	bool active;		       /* setup() succeeded */
-	int section_key;	       /* -1: none */
+struct pkey_state {
+	uint32_t wd_ours; /* WD_OF(ours); first: the gate's asm reads it */
+	bool active;	  /* setup() succeeded */
+	int section_key;  /* -1: none */
 	int pool_keys[PKEY_POOL_KEYS]; /* -1: none */
 	uint32_t ours;		       /* BITS() of every key above */
 	unsigned pkru_offset;	       /* of PKRU in the XSAVE signal frame */
 	bool seal;		       /* mseal(2) works here */
 	struct sigaction old_segv;     /* chained for faults not ours */
-} __attribute__((aligned(4096))) state = {
+} __attribute__((aligned(4096)));
+/* A hidden global, not a static, so that the gate's asm can name it. */
+RW_HIDDEN struct pkey_state rw_pkey_state = {
 	.section_key = -1,
 	.pool_keys = {-1, -1, -1},
 };
@@ -118,15 +121,41 @@ static inline __attribute__((always_inline)) uint32_t rdpkru(void)
 	return eax;
 }
 
+static __attribute__((noreturn, noinline, cold)) void
+gate_violation(const char *call, uint32_t pkru);
+
+/*
+ * Every WRPKRU of the library is this one: ERIM's check follows the
+ * instruction. If EAX there is not the value the gate computed (a jump
+ * straight to the WRPKRU with a chosen EAX), the fallback write-disables
+ * every key of ours using nothing but RIP-relative state, before any other
+ * instruction could use the access, and the process dies.
+ */
 static inline __attribute__((always_inline)) void wrpkru(uint32_t v)
 {
-	__asm__ volatile("wrpkru" : : "a"(v), "c"(0), "d"(0) : "memory");
+	__asm__ goto("wrpkru\n\t"
+		     "cmp %0, %%eax\n\t"
+		     "je %l[ok]\n\t"
+		     "xor %%ecx, %%ecx\n\t"
+		     "xor %%edx, %%edx\n\t"
+		     "rdpkru\n\t"
+		     "or rw_pkey_state(%%rip), %%eax\n\t"
+		     "wrpkru\n\t"
+		     "jmp %l[bad]"
+		     :
+		     : "S"(v), "a"(v), "c"(0), "d"(0)
+		     : "memory", "cc"
+		     : ok, bad);
+ok:
+	return;
+bad:
+	gate_violation("wrpkru", v);
 }
 
 /* Reloaded after every WRPKRU: the "memory" clobber forces the loads. */
 static inline __attribute__((always_inline)) uint32_t ours(void)
 {
-	return *(volatile uint32_t *)&state.ours;
+	return *(volatile uint32_t *)&rw_pkey_state.ours;
 }
 
 /* The key bits the calling thread may hold write-enabled right now. */
@@ -146,9 +175,11 @@ static inline __attribute__((always_inline)) uint32_t thread_open_mask(void)
 static inline __attribute__((always_inline)) bool closed_except(uint32_t pkru,
 								uint32_t open)
 {
-	uint32_t shut = WD_OF(ours() & ~open);
+	/* A key is shut when its access- or write-disable bit is set. */
+	uint32_t shut = ours() & ~open & 0x55555555u;
+	uint32_t denied = (pkru | (pkru >> 1)) & 0x55555555u;
 
-	return (pkru & shut) == shut;
+	return (denied & shut) == shut;
 }
 
 /*
@@ -177,7 +208,8 @@ gate_violation(const char *call, uint32_t pkru)
 	memset(thread_keys.maps, 0, sizeof(thread_keys.maps));
 	gate_close();
 	rw_die(call, NULL,
-	       "PKRU %#x after the write gate is not what it opened", pkru);
+	       "PKRU %#x is not what the write gate computed; keys closed",
+	       pkru);
 }
 
 /*
@@ -223,11 +255,11 @@ __attribute__((constructor)) static void pkey_early(void)
 {
 	if (!cpu_has_pku())
 		return;
-	state.section_key = key_alloc();
-	if (state.section_key < 0)
+	rw_pkey_state.section_key = key_alloc();
+	if (rw_pkey_state.section_key < 0)
 		return;
 	for (int i = 0; i < PKEY_POOL_KEYS; i++)
-		state.pool_keys[i] = key_alloc();
+		rw_pkey_state.pool_keys[i] = key_alloc();
 }
 
 static int seal(void *addr, size_t len)
@@ -245,7 +277,7 @@ static uint32_t *frame_pkru(ucontext_t *uc)
 	uint32_t magic1, xstate_size;
 	uint64_t xfeatures, *xstate_bv;
 
-	if (!fx || !state.pkru_offset)
+	if (!fx || !rw_pkey_state.pkru_offset)
 		return NULL;
 	/* struct _fpx_sw_bytes sits in the reserved tail of the FXSAVE
 	 * area: magic1, extended_size, xfeatures, xstate_size. */
@@ -254,25 +286,25 @@ static uint32_t *frame_pkru(ucontext_t *uc)
 	memcpy(&xstate_size, fx + 480, 4);
 	if (magic1 != RW_XSTATE_MAGIC1 ||
 	    !(xfeatures & (1ULL << XFEATURE_PKRU)) ||
-	    xstate_size < state.pkru_offset + 4)
+	    xstate_size < rw_pkey_state.pkru_offset + 4)
 		return NULL;
 	xstate_bv = (uint64_t *)(fx + 512);
 	if (!(*xstate_bv & (1ULL << XFEATURE_PKRU))) {
 		/* PKRU was in its init state (0) when saved. */
-		*(uint32_t *)(fx + state.pkru_offset) = 0;
+		*(uint32_t *)(fx + rw_pkey_state.pkru_offset) = 0;
 		*xstate_bv |= 1ULL << XFEATURE_PKRU;
 	}
-	return (uint32_t *)(fx + state.pkru_offset);
+	return (uint32_t *)(fx + rw_pkey_state.pkru_offset);
 }
 
 static bool key_is_ours(int k)
 {
-	return k > 0 && k < NR_PKEYS && (state.ours & BITS(k));
+	return k > 0 && k < NR_PKEYS && (rw_pkey_state.ours & BITS(k));
 }
 
 static void segv_handler(int sig, siginfo_t *si, void *ctx)
 {
-	const struct sigaction *old = &state.old_segv;
+	const struct sigaction *old = &rw_pkey_state.old_segv;
 
 	if (si->si_code == SEGV_PKUERR && key_is_ours((int)si->si_pkey)) {
 		uint32_t *pkru = frame_pkru(ctx);
@@ -314,33 +346,34 @@ static int pkey_setup(void)
 
 	if (!cpu_has_pku())
 		return -ENOTSUP;
-	if (state.section_key < 0)
+	if (rw_pkey_state.section_key < 0)
 		pkey_early(); /* the constructor found no key: try once more */
-	if (state.section_key < 0)
+	if (rw_pkey_state.section_key < 0)
 		return -ENOTSUP;
-	state.ours = BITS(state.section_key);
+	rw_pkey_state.ours = BITS(rw_pkey_state.section_key);
 	for (int i = 0; i < PKEY_POOL_KEYS; i++)
-		if (state.pool_keys[i] > 0)
-			state.ours |= BITS(state.pool_keys[i]);
+		if (rw_pkey_state.pool_keys[i] > 0)
+			rw_pkey_state.ours |= BITS(rw_pkey_state.pool_keys[i]);
+	rw_pkey_state.wd_ours = WD_OF(rw_pkey_state.ours);
 	__cpuid_count(0xd, XFEATURE_PKRU, a, b, c, d);
-	state.pkru_offset = a >= 4 ? b : 0;
+	rw_pkey_state.pkru_offset = a >= 4 ? b : 0;
 	(void)c;
 	(void)d;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGSEGV, &sa, &state.old_segv))
+	if (sigaction(SIGSEGV, &sa, &rw_pkey_state.old_segv))
 		return -errno;
 	/* mseal(addr, 0, 0) succeeds where the system call exists. */
-	state.seal = seal(&state, 0) == 0;
-	state.active = true;
-	if (mprotect(&state, sizeof(state), PROT_READ)) {
+	rw_pkey_state.seal = seal(&rw_pkey_state, 0) == 0;
+	rw_pkey_state.active = true;
+	if (mprotect(&rw_pkey_state, sizeof(rw_pkey_state), PROT_READ)) {
 		int err = -errno;
 
-		sigaction(SIGSEGV, &state.old_segv, NULL);
-		state.active = false;
+		sigaction(SIGSEGV, &rw_pkey_state.old_segv, NULL);
+		rw_pkey_state.active = false;
 		return err;
 	}
-	if (state.seal)
-		seal(&state, sizeof(state));
+	if (rw_pkey_state.seal)
+		seal(&rw_pkey_state, sizeof(rw_pkey_state));
 	gate_close();
 	return 0;
 }
@@ -358,9 +391,9 @@ static int tag(struct rw_region *r, int key)
  * Nothing ever changes them again, so they are sealed. */
 static int pkey_adopt(struct rw_region *r)
 {
-	int err = tag(r, state.section_key);
+	int err = tag(r, rw_pkey_state.section_key);
 
-	if (!err && state.seal && seal((void *)r->start, r->len))
+	if (!err && rw_pkey_state.seal && seal((void *)r->start, r->len))
 		return -errno;
 	return err;
 }
@@ -369,7 +402,7 @@ static int pkey_adopt(struct rw_region *r)
 static int pool_key(const struct rw_region *self)
 {
 	for (int i = 0; i < PKEY_POOL_KEYS; i++) {
-		int k = state.pool_keys[i];
+		int k = rw_pkey_state.pool_keys[i];
 		bool used = k <= 0;
 		struct rw_region *r;
 
@@ -380,7 +413,7 @@ static int pool_key(const struct rw_region *self)
 		if (!used)
 			return k;
 	}
-	return state.section_key;
+	return rw_pkey_state.section_key;
 }
 
 /* Pools are not sealed: rare_pool_destroy() must be able to unmap them. */
@@ -516,7 +549,7 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 	struct thread_start *s;
 	int err;
 
-	if (!state.active)
+	if (!rw_pkey_state.active)
 		return real_create()(thread, attr, fn, arg);
 	s = malloc(sizeof(*s));
 	if (!s)

@@ -1,0 +1,20 @@
+# make check-vm: the whole test suite under QEMU (TCG; CPU model "max"
+# emulates PKU) on a Debian kernel with a busybox initramfs, run with
+# RAREWRITE_TEST_BACKENDS=pkey and then auto. See vm/check-vm.sh.
+#
+# The runner is linked statically against $(B)/librarewrite.a. There is no
+# dynamic loader in the initramfs and so no shared library: the DSO cases
+# (tests/test_dso.c with tests/dso_lib.c) are left out of the VM runner;
+# `make check` runs them on the host.
+VM_RUN := $(B)/vm/run-static
+VM_TEST_SRC := $(filter-out tests/test_dso.c,$(TEST_SRC))
+
+$(VM_RUN): $(VM_TEST_SRC) $(wildcard tests/*.h) $(HEADERS) $(B)/librarewrite.a
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -Itests $(VM_TEST_SRC) -o $@ -static \
+		$(USER_LDFLAGS) $(B)/librarewrite.a -pthread
+
+check-vm: $(VM_RUN)
+	vm/check-vm.sh $(VM_RUN)
+
+.PHONY: check-vm
