@@ -28,13 +28,15 @@ fuzz: fuzz-tools $(FUZZ_BIN)
 	@for b in $(FUZZ_BACKENDS); do \
 	  if ! RAREWRITE_BACKEND=$$b $(FUZZ_BIN) -runs=0 fuzz/corpus >/dev/null 2>&1; then \
 	    echo "fuzz: backend $$b not available here, skipped"; continue; fi; \
-	  mkdir -p $(B)/fuzz/corpus-$$b; \
+	  mkdir -p $(B)/fuzz/corpus-$$b; rm -f $(B)/fuzz/$$b-*; \
 	  echo "fuzz: $$b for $(FUZZ_SECONDS) s"; \
 	  RAREWRITE_BACKEND=$$b $(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) \
 	    -timeout=60 -print_final_stats=1 -artifact_prefix=$(B)/fuzz/$$b- \
-	    $(B)/fuzz/corpus-$$b fuzz/corpus 2>&1 | tail -n 12 || exit 1; \
-	  test -z "$$(ls $(B)/fuzz/$$b-crash-* 2>/dev/null)" || \
-	    { echo "fuzz: $$b found a crash"; exit 1; }; \
+	    $(B)/fuzz/corpus-$$b fuzz/corpus > $(B)/fuzz/$$b.log 2>&1; \
+	  rc=$$?; tail -n 8 $(B)/fuzz/$$b.log; \
+	  if [ $$rc -ne 0 ] || ls $(B)/fuzz/$$b-* >/dev/null 2>&1; then \
+	    echo "fuzz: $$b found something: $$(ls $(B)/fuzz/$$b-* 2>/dev/null)"; \
+	    exit 1; fi; \
 	done
 
 .PHONY: fuzz fuzz-tools
