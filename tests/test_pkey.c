@@ -222,8 +222,13 @@ static void take_init_pkru(void)
 static void *predating_thread(void *arg)
 {
 	(void)arg;
+	int fds[2];
+
 	take_init_pkru();
 	CHECK(rdpkru() == INIT_PKRU);
+	/* The kernel honours PKRU too: no repair without a user-mode fault. */
+	CHECK(!pipe(fds));
+	CHECK(write(fds[1], &value, sizeof(value)) == -1 && errno == EFAULT);
 	CHECK(value == 1); /* repaired by the library's SIGSEGV handler */
 	CHECK((rdpkru() & AD(pkey_of(&value))) == 0);
 	CHECK(rdpkru() & WD(pkey_of(&value)));
@@ -546,6 +551,8 @@ TEST(pkey_section_sealed, EXPECT_PASS)
 	CHECK(pkey_mprotect(page, 4096, PROT_READ | PROT_WRITE, 0) == -1 &&
 	      errno == EPERM);
 	CHECK(munmap(page, 4096) == -1 && errno == EPERM);
+	CHECK(mremap(page, 4096, 8192, MREMAP_MAYMOVE) == MAP_FAILED &&
+	      errno == EPERM);
 	CHECK(store_faults(&value));
 }
 
