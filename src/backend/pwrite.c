@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -70,18 +71,60 @@ static void pwrite_copy(const struct rw_seg *s, off_t off)
 	}
 }
 
+/*
+ * The kernel copies fewer than 8 bytes one byte at a time (x86-64
+ * rep_movs_alternative), so a concurrent reader could see an aligned 2- or
+ * 4-byte value half written; 8 aligned bytes are one store. So such a write
+ * goes out as a pwrite of the aligned 8-byte word that holds it, the other
+ * bytes rewritten with their current contents. That read-merge-write must
+ * not race with other writes to the word: it excludes them all.
+ */
+static pthread_rwlock_t word_lock =
+	PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+
+static bool needs_widening(const struct rw_seg *s)
+{
+	return (s->len == 2 || s->len == 4) && !((uintptr_t)s->dst % s->len);
+}
+
+static void pwrite_widened(const struct rw_seg *s)
+{
+	uintptr_t word = (uintptr_t)s->dst & ~(uintptr_t)7;
+	unsigned char v[8];
+	struct rw_seg w = {
+		.region = s->region, .dst = (void *)word, .src = v, .len = 8};
+
+	memcpy(v, (const void *)word, 8);
+	if (s->src)
+		memcpy(v + ((uintptr_t)s->dst - word), s->src, s->len);
+	else
+		memset(v + ((uintptr_t)s->dst - word), s->fill, s->len);
+	pwrite_copy(&w, (off_t)(word - s->region->start));
+}
+
 static void pwrite_write(const struct rw_seg *segs, unsigned n)
 {
+	bool widen = false;
+
+	for (unsigned i = 0; i < n; i++)
+		widen |= needs_widening(&segs[i]);
 	rw_memfd_write_lock();
+	if (widen)
+		pthread_rwlock_wrlock(&word_lock);
+	else
+		pthread_rwlock_rdlock(&word_lock);
 	for (unsigned i = 0; i < n; i++) {
 		const struct rw_seg *s = &segs[i];
 		off_t off = (off_t)((uintptr_t)s->dst - s->region->start);
 
-		if (s->src)
+		if (needs_widening(s))
+			pwrite_widened(s);
+		else if (s->src)
 			pwrite_copy(s, off);
 		else
 			pwrite_fill(s, off);
 	}
+	pthread_rwlock_unlock(&word_lock);
 	rw_memfd_write_unlock();
 }
 

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Torn reads: an aligned 2/4/8-byte write is seen by a concurrent reader as
+ * the old or the new value, never a mix. A reader thread spins on the value
+ * while the writer alternates between all-zero and all-one patterns.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+
+#include "harness.h"
+#include "testutil.h"
+
+/* Writes go on until both values were seen and MIN_WRITES are done, or
+ * MAX_SECONDS have passed. */
+#define MAX_SECONDS 0.6
+#define MIN_WRITES 50000
+
+/* The value sits in the last 8 bytes of a page. */
+static unsigned char page[4096] __wr_rare __attribute__((aligned(4096)));
+
+enum how { BY_RARE_WRITE, BY_MEMSET, BY_MAP };
+
+struct torn {
+	void *at;
+	unsigned size;
+	enum how how;
+	volatile bool done, started;
+	uint64_t seen_a, seen_b, torn, torn_value;
+};
+
+static uint64_t load(const void *at, unsigned size)
+{
+	switch (size) {
+	case 8:
+		return __atomic_load_n((const uint64_t *)at, __ATOMIC_RELAXED);
+	case 4:
+		return __atomic_load_n((const uint32_t *)at, __ATOMIC_RELAXED);
+	default:
+		return __atomic_load_n((const uint16_t *)at, __ATOMIC_RELAXED);
+	}
+}
+
+static uint64_t ones(unsigned size)
+{
+	return size == 8 ? ~0ULL : (1ULL << (8 * size)) - 1;
+}
+
+static void *reader(void *arg)
+{
+	struct torn *t = arg;
+	uint64_t b = ones(t->size);
+
+	t->started = true;
+	while (!t->done) {
+		uint64_t v = load(t->at, t->size);
+
+		if (v == 0)
+			t->seen_a++;
+		else if (v == b)
+			t->seen_b++;
+		else if (!t->torn++)
+			t->torn_value = v;
+	}
+	return NULL;
+}
+
+static void write_pattern(struct torn *t, bool set)
+{
+	uint64_t v = set ? ~0ULL : 0;
+	struct rare_write_mapping m;
+
+	switch (t->how) {
+	case BY_RARE_WRITE:
+		if (t->size == 8)
+			rare_write(*(uint64_t *)t->at, v);
+		else if (t->size == 4)
+			rare_write(*(uint32_t *)t->at, (uint32_t)v);
+		else
+			rare_write(*(uint16_t *)t->at, (uint16_t)v);
+		break;
+	case BY_MEMSET:
+		rare_write_memset(t->at, set ? 0xff : 0, t->size);
+		break;
+	case BY_MAP:
+		m = rare_write_map(t->at, t->size);
+		/* one store through the view */
+		if (t->size == 8)
+			__atomic_store_n((uint64_t *)m.addr, v,
+					 __ATOMIC_RELAXED);
+		else if (t->size == 4)
+			__atomic_store_n((uint32_t *)m.addr, (uint32_t)v,
+					 __ATOMIC_RELAXED);
+		else
+			__atomic_store_n((uint16_t *)m.addr, (uint16_t)v,
+					 __ATOMIC_RELAXED);
+		rare_write_unmap(m);
+		break;
+	}
+}
+
+static void run_torn(void *at, unsigned size, enum how how)
+{
+	struct torn t = {.at = at, .size = size, .how = how};
+	double deadline;
+	pthread_t r;
+	long n;
+
+	CHECK((uintptr_t)at % size == 0);
+	CHECK(pthread_create(&r, NULL, reader, &t) == 0);
+	while (!t.started)
+		sched_yield();
+	deadline = now_seconds() + MAX_SECONDS;
+	for (n = 0;; n++) {
+		write_pattern(&t, n & 1);
+		if (n >= MIN_WRITES && t.seen_a && t.seen_b)
+			break;
+		if (!(n & 255) && now_seconds() > deadline)
+			break;
+	}
+	t.done = true;
+	pthread_join(r, NULL);
+	if (t.torn)
+		fprintf(stderr,
+			"%u-byte value seen torn %llu times (first %#llx) "
+			"in %ld writes\n",
+			size, (unsigned long long)t.torn,
+			(unsigned long long)t.torn_value, n);
+	CHECK(t.torn == 0);
+	/* the reader really raced the writer */
+	CHECK(t.seen_a > 0 && t.seen_b > 0);
+}
+
+TEST(torn_8_rare_write, EXPECT_PASS)
+{
+	init();
+	run_torn(page + 4088, 8, BY_RARE_WRITE);
+}
+
+TEST(torn_4_rare_write, EXPECT_PASS)
+{
+	init();
+	run_torn(page + 4092, 4, BY_RARE_WRITE);
+}
+
+TEST(torn_2_rare_write, EXPECT_PASS)
+{
+	init();
+	run_torn(page + 4094, 2, BY_RARE_WRITE);
+}
+
+TEST(torn_8_memset, EXPECT_PASS)
+{
+	init();
+	run_torn(page + 8, 8, BY_MEMSET);
+}
+
+TEST(torn_4_memset, EXPECT_PASS)
+{
+	init();
+	run_torn(page + 4, 4, BY_MEMSET);
+}
+
+TEST(torn_2_map_unmap, EXPECT_PASS)
+{
+	init();
+	run_torn(page + 26, 2, BY_MAP);
+}
+
+TEST(torn_8_map_unmap, EXPECT_PASS)
+{
+	init();
+	run_torn(page + 16, 8, BY_MAP);
+}
+
+TEST(torn_8_pool, EXPECT_PASS)
+{
+	struct rare_pool *pool;
+	uint64_t *v;
+
+	init();
+	pool = rare_pool_create(4096);
+	CHECK(pool);
+	v = rare_alloc(pool, 16);
+	CHECK(v);
+	run_torn(v + 1, 8, BY_RARE_WRITE);
+}
