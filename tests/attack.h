@@ -96,6 +96,9 @@ bool attack_race(void *addr, uint64_t v, void (*fn)(void *), void *arg,
  * test-only, no API), or NULL. TLS symbols give the calling thread's copy. */
 void *attack_lib_sym(const char *name);
 
+/* Whether @addr lies in a function of the library's own code. */
+bool attack_lib_code(const void *addr);
+
 /* Run @a against the backend in RAREWRITE_BACKEND; the backend in force
  * comes back in @backend. */
 enum attack_result attack_run(const struct attack *a, char *note,

@@ -179,17 +179,37 @@ static int find_tls(struct dl_phdr_info *info, size_t size, void *p)
 	return 0;
 }
 
-void *attack_lib_sym(const char *name)
+static int first_object(struct dl_phdr_info *info, size_t size, void *p)
+{
+	struct tls_find *f = p;
+
+	(void)size;
+	f->base = info->dlpi_addr;
+	return 1;
+}
+
+typedef void *(*sym_fn)(const Elf64_Sym *sym, const char *name,
+			const char *file, uintptr_t base, void *arg);
+
+/* Call @fn on every symbol of the library's ELF symbol table, with the
+ * source file of local symbols, until it returns non-NULL. */
+static void *symtab_walk(sym_fn fn, void *arg)
 {
 	Dl_info info;
 	struct stat st;
 	void *result = NULL;
 	int fd;
 
-	if (!dladdr((void *)rare_write_init, &info) || !info.dli_fname)
-		return NULL;
-	fd = open(info.dli_fname[0] ? info.dli_fname : "/proc/self/exe",
-		  O_RDONLY | O_CLOEXEC);
+	if (!dladdr((void *)rare_write_init, &info) || !info.dli_fname ||
+	    !info.dli_fname[0]) {
+		/* A static program: the library is in the executable. */
+		struct tls_find main_prog = {0, NULL};
+
+		dl_iterate_phdr(first_object, &main_prog);
+		info.dli_fname = "/proc/self/exe";
+		info.dli_fbase = (void *)main_prog.base;
+	}
+	fd = open(info.dli_fname, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st) == 0) {
@@ -205,7 +225,7 @@ void *attack_lib_sym(const char *name)
 
 			for (unsigned i = 0; i < eh->e_shnum && !result; i++) {
 				const Elf64_Sym *sym;
-				const char *strtab;
+				const char *strtab, *file = "";
 				size_t n;
 
 				if (sh[i].sh_type != SHT_SYMTAB)
@@ -213,30 +233,16 @@ void *attack_lib_sym(const char *name)
 				sym = (const void *)(f + sh[i].sh_offset);
 				strtab = f + sh[sh[i].sh_link].sh_offset;
 				n = sh[i].sh_size / sizeof(*sym);
-				for (size_t k = 0; k < n; k++) {
-					unsigned type =
-						ELF64_ST_TYPE(sym[k].st_info);
-
-					if (strcmp(strtab + sym[k].st_name,
-						   name) ||
-					    (type != STT_OBJECT &&
-					     type != STT_TLS))
-						continue;
-					if (type == STT_TLS) {
-						struct tls_find tf = {base,
-								      NULL};
-
-						dl_iterate_phdr(find_tls, &tf);
-						if (tf.tls)
-							result =
-								(char *)tf.tls +
-								sym[k].st_value;
-					} else {
-						result =
-							(void *)(base +
-								 sym[k].st_value);
-					}
-					break;
+				for (size_t k = 0; k < n && !result; k++) {
+					if (ELF64_ST_TYPE(sym[k].st_info) ==
+					    STT_FILE)
+						file = strtab + sym[k].st_name;
+					if (ELF64_ST_BIND(sym[k].st_info) !=
+					    STB_LOCAL)
+						file = "";
+					result = fn(&sym[k],
+						    strtab + sym[k].st_name,
+						    file, base, arg);
 				}
 			}
 			munmap((void *)f, (size_t)st.st_size);
@@ -244,6 +250,63 @@ void *attack_lib_sym(const char *name)
 	}
 	close(fd);
 	return result;
+}
+
+static void *match_object(const Elf64_Sym *sym, const char *name,
+			  const char *file, uintptr_t base, void *arg)
+{
+	unsigned type = ELF64_ST_TYPE(sym->st_info);
+
+	(void)file;
+	if (strcmp(name, arg) || (type != STT_OBJECT && type != STT_TLS))
+		return NULL;
+	if (type == STT_TLS) {
+		struct tls_find tf = {base, NULL};
+
+		dl_iterate_phdr(find_tls, &tf);
+		return tf.tls ? (char *)tf.tls + sym->st_value : NULL;
+	}
+	return (void *)(base + sym->st_value);
+}
+
+void *attack_lib_sym(const char *name)
+{
+	return symtab_walk(match_object, (void *)name);
+}
+
+/* The library's own sources (src/ and src/backend/), by base name. */
+static bool library_file(const char *file)
+{
+	static const char *const ours[] = {
+		"core.c",     "pool.c",	 "list.c",    "copy.c",
+		"section.c",  "memfd.c", "pwrite.c",  "shadow.c",
+		"mprotect.c", "pkey.c",	 "process.c", "process_helper.c"};
+	const char *slash = strrchr(file, '/');
+
+	file = slash ? slash + 1 : file;
+	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+		if (!strcmp(file, ours[i]))
+			return true;
+	return false;
+}
+
+static void *match_code(const Elf64_Sym *sym, const char *name,
+			const char *file, uintptr_t base, void *arg)
+{
+	uintptr_t a = (uintptr_t)arg, start = base + sym->st_value;
+
+	if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC || a < start ||
+	    a - start >= sym->st_size)
+		return NULL;
+	if (library_file(file) || !strncmp(name, "rare_", 5) ||
+	    !strncmp(name, "rw_", 3))
+		return (void *)1;
+	return NULL; /* maybe another, overlapping symbol says more */
+}
+
+bool attack_lib_code(const void *addr)
+{
+	return symtab_walk(match_code, (void *)addr) != NULL;
 }
 
 /* ---- running a scenario ---- */

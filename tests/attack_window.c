@@ -175,8 +175,9 @@ ATTACK("9", pkey_gate, "WRPKRU with an attacker-chosen value via the gate")
 			int status;
 			pid_t pid;
 
-			if (p[0] != 0x0f || p[1] != 0x01 || p[2] != 0xef)
-				continue;
+			if (p[0] != 0x0f || p[1] != 0x01 || p[2] != 0xef ||
+			    !attack_lib_code(p))
+				continue; /* not a WRPKRU of the library */
 			sites++;
 			pid = fork();
 			if (!pid)
