@@ -118,7 +118,9 @@ RW_HIDDEN void rw_memfd_destroy(struct rw_region *r);
 RW_HIDDEN void rw_memfd_fork_prepare(void);
 RW_HIDDEN void rw_memfd_fork_parent(void);
 RW_HIDDEN void rw_memfd_fork_child(void);
-RW_HIDDEN void rw_memfd_write_lock(void);
+/* Writers hold the lock shared; @exclusive keeps out every other writer
+ * (and fork) for a read-merge-write. */
+RW_HIDDEN void rw_memfd_write_lock(bool exclusive);
 RW_HIDDEN void rw_memfd_write_unlock(void);
 
 /* core.c, for pool.c and list.c: regions and validated writes. */

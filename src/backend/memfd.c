@@ -24,13 +24,16 @@
 
 #include "internal.h"
 
-/* Writers hold it shared; fork holds it exclusive. */
+/* Writers hold it shared; fork and read-merge-writes hold it exclusive. */
 static pthread_rwlock_t write_lock = PTHREAD_RWLOCK_INITIALIZER;
 static int fork_pipe[2] = {-1, -1};
 
-void rw_memfd_write_lock(void)
+void rw_memfd_write_lock(bool exclusive)
 {
-	pthread_rwlock_rdlock(&write_lock);
+	if (exclusive)
+		pthread_rwlock_wrlock(&write_lock);
+	else
+		pthread_rwlock_rdlock(&write_lock);
 }
 
 void rw_memfd_write_unlock(void)

@@ -10,7 +10,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -77,10 +76,9 @@ static void pwrite_copy(const struct rw_seg *s, off_t off)
  * 4-byte value half written; 8 aligned bytes are one store. So such a write
  * goes out as a pwrite of the aligned 8-byte word that holds it, the other
  * bytes rewritten with their current contents. That read-merge-write must
- * not race with other writes to the word: it excludes them all.
+ * not race with other writes to the word: it takes the memfd write lock
+ * exclusively, which every other write holds shared.
  */
-static pthread_rwlock_t word_lock =
-	PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 
 static bool needs_widening(const struct rw_seg *s)
 {
@@ -108,11 +106,7 @@ static void pwrite_write(const struct rw_seg *segs, unsigned n)
 
 	for (unsigned i = 0; i < n; i++)
 		widen |= needs_widening(&segs[i]);
-	rw_memfd_write_lock();
-	if (widen)
-		pthread_rwlock_wrlock(&word_lock);
-	else
-		pthread_rwlock_rdlock(&word_lock);
+	rw_memfd_write_lock(widen);
 	for (unsigned i = 0; i < n; i++) {
 		const struct rw_seg *s = &segs[i];
 		off_t off = (off_t)((uintptr_t)s->dst - s->region->start);
@@ -124,7 +118,6 @@ static void pwrite_write(const struct rw_seg *segs, unsigned n)
 		else
 			pwrite_fill(s, off);
 	}
-	pthread_rwlock_unlock(&word_lock);
 	rw_memfd_write_unlock();
 }
 

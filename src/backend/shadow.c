@@ -46,7 +46,7 @@ static struct alias alias_map(const char *call, struct rw_region *r, void *addr,
 
 static void shadow_write(const struct rw_seg *segs, unsigned n)
 {
-	rw_memfd_write_lock();
+	rw_memfd_write_lock(false);
 	for (unsigned i = 0; i < n; i++) {
 		const struct rw_seg *s = &segs[i];
 		struct alias a = alias_map("rare_write_memcpy", s->region,
@@ -62,7 +62,7 @@ static void shadow_write(const struct rw_seg *segs, unsigned n)
  * that a fork() cannot copy the region half-written. */
 static void *shadow_map(struct rw_region *r, void *addr, size_t len)
 {
-	rw_memfd_write_lock();
+	rw_memfd_write_lock(false);
 	return alias_map("rare_write_map", r, addr, len).at;
 }
 
