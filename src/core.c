@@ -40,9 +40,12 @@ static struct rw_table {
 /* Serialises init, region creation and destruction, and fork. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Depth of the calling thread's begin/end window and who opened it. */
-static __thread unsigned window_depth;
-static __thread const struct rw_backend *window_backend;
+/* Depth of the calling thread's begin/end window and who opened it.
+ * initial-exec: a plain %fs-relative load on every write, no
+ * __tls_get_addr call (the library is linked at startup, not dlopen()ed). */
+#define RW_TLS __thread __attribute__((tls_model("initial-exec")))
+static RW_TLS unsigned window_depth;
+static RW_TLS const struct rw_backend *window_backend;
 
 static const struct {
 	const char *name;
