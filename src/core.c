@@ -431,6 +431,8 @@ void rare_write_register_section_(void *start, void *stop)
 		r->protected_ = true;
 	}
 	region_publish(r, RW_REGION_SECTION);
+	if (table.initialised)
+		rw_section_check_copies(); /* no copy relocation out of it */
 	rw_table_writable(false);
 	pthread_mutex_unlock(&registry_lock);
 }
@@ -540,6 +542,7 @@ int rare_write_init(void)
 	if (err)
 		goto out;
 	table.backend = b;
+	rw_section_check_copies(); /* every section variable is still inside */
 	rw_for_each_region(r) {
 		if (r->kind != RW_REGION_SECTION || r->protected_)
 			continue;

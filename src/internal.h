@@ -141,4 +141,9 @@ RW_HIDDEN struct rw_region *rw_region_lookup(const void *addr);
 RW_HIDDEN void rw_write(const struct rw_seg *segs, unsigned n);
 RW_HIDDEN bool rw_initialised(void);
 
+/* section.c: abort if the program holds a copy relocation of a variable in
+ * a shared library's registered __wr_rare section (the live variable would
+ * sit in the program's writable .bss). A no-op in static programs. */
+RW_HIDDEN void rw_section_check_copies(void);
+
 #endif /* RAREWRITE_INTERNAL_H */
