@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* The __wr_rare section of a shared library (tests/dso_lib.c, linked in). */
+#include <errno.h>
+#include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "harness.h"
 #include "testutil.h"
@@ -62,4 +65,89 @@ TEST(dso_section_distinct_from_program_section, EXPECT_PASS)
 	/* both sections sealed, both writable through the library */
 	dso_rare_set(5);
 	CHECK(*dso_protected_addr() == 5);
+}
+
+/*
+ * Copy relocations (tests/copyreloc_main.c): a program that uses the DSO's
+ * __wr_rare variable directly gets a copy of it in its own writable .bss.
+ * rare_write_init() must refuse that with one line naming the variable and
+ * the fix; built -fPIC -Wl,-z,nocopyreloc the same program is protected.
+ */
+static void exec_sibling(void *name)
+{
+	char path[4096];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 64);
+	char *slash;
+
+	if (n <= 0)
+		_exit(126);
+	path[n] = 0;
+	slash = strrchr(path, '/');
+	snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path), "%s",
+		 (const char *)name);
+	execl(path, path, (char *)NULL);
+	_exit(127);
+}
+
+/* Run a sibling of the runner; return its wait status and its stderr. */
+static int run_sibling(const char *name, char *msg, size_t cap)
+{
+	struct capture_arg c = {exec_sibling, (void *)name, -1};
+	size_t got = 0;
+	int p[2], status;
+
+	CHECK(pipe(p) == 0);
+	c.fd = p[1];
+	status = run_in_child(capture_child, &c);
+	close(p[1]);
+	for (;;) {
+		ssize_t n = read(p[0], msg + got, cap - 1 - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(p[0]);
+	msg[got] = 0;
+	return status;
+}
+
+static void expect_copy_refused(const char *prog)
+{
+	char msg[1024];
+	int status = run_sibling(prog, msg, sizeof(msg));
+
+	if (child_killed_by(status) != SIGABRT)
+		fprintf(stderr, "%s: status %#x, stderr '%s'\n", prog, status,
+			msg);
+	CHECK(child_killed_by(status) == SIGABRT);
+	CHECK(strncmp(msg, "rarewrite: rare_write_init(0x", 29) == 0);
+	CHECK(strchr(msg, '\n') == msg + strlen(msg) - 1); /* one line */
+	CHECK(strstr(msg, "dso_protected (__wr_rare, libdso.so)"));
+	CHECK(strstr(msg, "copy-relocated"));
+	CHECK(strstr(msg, "-Wl,-z,nocopyreloc\n"));
+}
+
+TEST(dso_copy_relocation_refused_pie, EXPECT_PASS)
+{
+	expect_copy_refused("copyreloc");
+}
+
+TEST(dso_copy_relocation_refused_no_pie, EXPECT_PASS)
+{
+	expect_copy_refused("copyreloc-nopie");
+}
+
+TEST(dso_no_copy_relocation_protected, EXPECT_PASS)
+{
+	char msg[1024];
+	int status = run_sibling("copyreloc-nocopy", msg, sizeof(msg));
+
+	if (child_killed_by(status) != SIGSEGV)
+		fprintf(stderr, "copyreloc-nocopy: status %#x, stderr '%s'\n",
+			status, msg);
+	CHECK(child_killed_by(status) == SIGSEGV);
+	CHECK(msg[0] == 0);
 }

@@ -1,6 +1,6 @@
 # Tests: one runner binary from tests/*.c, linked against the shared library
 # and a test DSO that has a __wr_rare section of its own.
-TEST_SRC := $(filter-out tests/dso_lib.c,$(wildcard tests/*.c))
+TEST_SRC := $(filter-out tests/dso_lib.c tests/copyreloc_main.c,$(wildcard tests/*.c))
 TEST_BIN := $(B)/tests/run
 
 $(B)/tests/libdso.so: tests/dso_lib.c $(HEADERS) $(B)/librarewrite.so
@@ -13,6 +13,24 @@ $(TEST_BIN): $(TEST_SRC) tests/harness.h tests/testutil.h $(HEADERS) $(B)/librar
 	$(CC) $(USER_CFLAGS) -Itests $(TEST_SRC) -o $@ $(USER_LDFLAGS) \
 		-L$(B) -L$(B)/tests -ldso -lrarewrite -pthread \
 		-Wl,-rpath,'$$ORIGIN/..' -Wl,-rpath,'$$ORIGIN'
+
+# Programs that use the DSO's __wr_rare variable directly, apart from the
+# runner (which must not carry a copy relocation); test_dso.c execs them.
+COPYRELOC_BINS := $(B)/tests/copyreloc $(B)/tests/copyreloc-nopie \
+	$(B)/tests/copyreloc-nocopy
+COPYRELOC_LINK = $(USER_LDFLAGS) -L$(B) -L$(B)/tests -ldso -lrarewrite \
+	-Wl,-rpath,'$$ORIGIN/..' -Wl,-rpath,'$$ORIGIN'
+
+$(B)/tests/copyreloc: tests/copyreloc_main.c $(HEADERS) $(B)/tests/libdso.so
+	$(CC) $(USER_CFLAGS) -fPIE -pie $< -o $@ $(COPYRELOC_LINK)
+
+$(B)/tests/copyreloc-nopie: tests/copyreloc_main.c $(HEADERS) $(B)/tests/libdso.so
+	$(CC) $(USER_CFLAGS) -fno-pie -no-pie $< -o $@ $(COPYRELOC_LINK)
+
+$(B)/tests/copyreloc-nocopy: tests/copyreloc_main.c $(HEADERS) $(B)/tests/libdso.so
+	$(CC) $(USER_CFLAGS) -fPIC -Wl,-z,nocopyreloc $< -o $@ $(COPYRELOC_LINK)
+
+$(TEST_BIN): $(COPYRELOC_BINS)
 
 check: $(TEST_BIN) check-compile-fail
 	$(TEST_BIN)
