@@ -50,6 +50,17 @@ extern "C" {
  * rare_write_memset(), a rare_write_begin()/rare_write_end() window or a
  * rare_write_map() view can change it. Use it on objects with static storage
  * duration only (globals and file-scope statics).
+ *
+ * Shared libraries may have __wr_rare variables of their own (linked with
+ * the same flags; a library loaded after rare_write_init() is sealed as it
+ * loads). A program should reach them through the library's functions or
+ * through an address the library hands out. A program that names one
+ * directly (`extern long lib_var;` in code built as PIE or non-PIC) gets a
+ * copy relocation: the live variable would move into the program's own
+ * writable .bss, unprotected, so rare_write_init() aborts naming it. Fixes:
+ * an accessor function; or define the variable in the library with
+ * __attribute__((visibility("protected"))) (the linker then refuses the
+ * copy); or build the program with -fPIC -Wl,-z,nocopyreloc.
  */
 #define __wr_rare __attribute__((section("rarewrite_data"), used))
 
