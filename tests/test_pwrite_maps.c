@@ -59,13 +59,14 @@ static struct range mapping_of(const void *p)
 }
 
 /* Whether the maps line of the mapping holding @p contains @what. */
+/* /proc/self/maps prints addresses as %08lx: low non-PIE ones are padded. */
 static bool maps_line_has(const void *p, const char *what)
 {
 	struct range r = mapping_of(p);
 	char want[40], *line, *end;
 	bool has;
 
-	snprintf(want, sizeof(want), "%lx-%lx ", (unsigned long)r.lo,
+	snprintf(want, sizeof(want), "%08lx-%08lx ", (unsigned long)r.lo,
 		 (unsigned long)r.hi);
 	line = strstr(maps_buf, want);
 	CHECK(line);
@@ -194,7 +195,7 @@ TEST(shadow_alias_visible_only_while_mapped, EXPECT_PASS)
 	read_maps();
 	CHECK(bad_lines(&none, 1) == 0);
 	m = rare_write_map(&value, sizeof(value));
-	snprintf(want, sizeof(want), "%lx-",
+	snprintf(want, sizeof(want), "%08lx-",
 		 (unsigned long)((uintptr_t)m.addr & ~(page_size() - 1)));
 	read_maps();
 	CHECK(strstr(maps_buf, want));
