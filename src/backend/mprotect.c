@@ -5,11 +5,12 @@
  *
  * A single write opens only the pages it touches. A begin/end window opens
  * every region, as clearing CR0.WP did, and is visible to every thread of the
- * process while it lasts. One mutex serialises the flips; the count of open
- * windows lives in a page that is itself read-only while no window is open,
- * so an arbitrary-write bug cannot raise it to keep a window from closing
- * (Chromium's ProtectedMemory does the same). Signals are blocked on the
- * writing thread while its window is open.
+ * process while it lasts. One mutex serialises the flips. The count of open
+ * windows lives in a page of its own that is writable only for the one store
+ * that changes it, under the mutex: an arbitrary-write bug can raise it
+ * neither at rest nor during a window, so it cannot keep a window from
+ * closing (Chromium's ProtectedMemory keeps its count read-only at rest
+ * only). Signals are blocked on the writing thread while its window is open.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -43,14 +44,18 @@ static void flip_all(bool writable)
 {
 	struct rw_region *r;
 
-	if (writable)
-		flip("rare_write_begin", (uintptr_t)control, rw_page_size,
-		     true);
 	rw_for_each_region(r)
 		if (r->backend == &rw_backend_mprotect && r->protected_)
-			flip("rare_write_begin", r->start, r->len, writable);
-	if (!writable)
-		flip("rare_write_end", (uintptr_t)control, rw_page_size, false);
+			flip(writable ? "rare_write_begin" : "rare_write_end",
+			     r->start, r->len, writable);
+}
+
+/* Set the window count; flip_lock held. */
+static void set_open_windows(unsigned long n)
+{
+	flip("rare_write_begin", (uintptr_t)control, rw_page_size, true);
+	control->open_windows = n;
+	flip("rare_write_end", (uintptr_t)control, rw_page_size, false);
 }
 
 static void signals_block(void)
@@ -147,14 +152,15 @@ static void mprotect_begin(void)
 	pthread_mutex_lock(&flip_lock);
 	if (!control->open_windows)
 		flip_all(true);
-	control->open_windows++;
+	set_open_windows(control->open_windows + 1);
 	pthread_mutex_unlock(&flip_lock);
 }
 
 static void mprotect_end(void)
 {
 	pthread_mutex_lock(&flip_lock);
-	if (!--control->open_windows)
+	set_open_windows(control->open_windows - 1);
+	if (!control->open_windows)
 		flip_all(false);
 	pthread_mutex_unlock(&flip_lock);
 	signals_restore();
@@ -192,9 +198,8 @@ static void mprotect_fork_parent(void)
 /* Windows of threads that did not survive the fork are closed. */
 static void mprotect_fork_child(void)
 {
-	/* While any window is open the control page is writable. */
 	if (control->open_windows != thread_windows) {
-		control->open_windows = thread_windows;
+		set_open_windows(thread_windows);
 		if (!thread_windows)
 			flip_all(false);
 	}
