@@ -13,8 +13,11 @@
  * A write is a request in a shared ring (process_ring.h): the calling
  * thread claims a slot, fills it, marks it READY and rings the doorbell (a
  * futex wake only if the helper sleeps); the helper applies the request and
- * marks it DONE, waking the caller only if it sleeps. Both sides spin
- * briefly before sleeping. The helper's DONE store is a release and the
+ * marks it DONE, waking the caller only if it sleeps. A side spins for
+ * the other only while that one is polling on another CPU (ring hints);
+ * otherwise it sleeps at once, as in a plain futex ping-pong: on a busy or
+ * small machine both often share one CPU, where a spin only keeps the
+ * other side from running. The helper's DONE store is a release and the
  * caller's load an acquire on the same physical page, so on return the
  * write is visible in the caller's read-only view. Requests too big for a
  * slot take their body from a bulk area (one at a time). Regions are
@@ -31,6 +34,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -67,8 +71,9 @@ static unsigned char *bulk;
 static size_t bulk_len;
 static int fork_pipe[2] = {-1, -1};
 
-/* Spin this long for the helper's answer before sleeping. */
-#define CALLER_SPIN_NS 30000u
+/* Spin this long for the answer of a helper that polls on another CPU
+ * before sleeping. */
+#define CALLER_SPIN_NS 20000u
 /* While asleep, check this often that the helper still lives. */
 #define LIVENESS_NS 50000000L
 
@@ -121,12 +126,26 @@ static void check_helper(const char *call, const void *addr)
 		helper_died(call, addr);
 }
 
-static void ring_doorbell(void)
+/* The CPU we run on, or -1; a hint. */
+static uint32_t cur_cpu(void)
+{
+	int cpu = sched_getcpu();
+
+	return cpu < 0 ? UINT32_MAX : (uint32_t)cpu;
+}
+
+/* Ring the doorbell; true when the helper polls it on another CPU than
+ * @cpu, so that its answer is worth spinning for. */
+static bool ring_doorbell(uint32_t cpu)
 {
 	__atomic_fetch_add(&ring->doorbell, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&ring->helper_sleeping, __ATOMIC_SEQ_CST))
+	if (__atomic_load_n(&ring->helper_sleeping, __ATOMIC_SEQ_CST)) {
 		syscall(SYS_futex, &ring->doorbell, FUTEX_WAKE, 1, NULL, NULL,
 			0);
+		return false;
+	}
+	return cpu != UINT32_MAX &&
+	       __atomic_load_n(&ring->helper_cpu, __ATOMIC_RELAXED) != cpu;
 }
 
 /* One control message and its reply: 0 or -errno from the helper. */
@@ -163,7 +182,7 @@ static int ctl(const char *call, const void *addr, uint32_t op, uint64_t id,
 		helper_died(call, addr);
 	}
 	__atomic_store_n(&ring->ctl_pending, 1, __ATOMIC_SEQ_CST);
-	ring_doorbell();
+	ring_doorbell(UINT32_MAX);
 	while ((n = recv(ctl_sock, &reply, sizeof(reply), 0)) < 0 &&
 	       errno == EINTR)
 		;
@@ -413,11 +432,12 @@ static struct prw_slot *slot_claim(void)
 	}
 }
 
-/* Wait for the helper's verdict on @s: PRW_DONE or PRW_REFUSED. */
-static uint32_t slot_wait(struct prw_slot *s, const char *call,
+/* Wait for the helper's verdict on @s: PRW_DONE or PRW_REFUSED. Spin
+ * first only if @spin. */
+static uint32_t slot_wait(struct prw_slot *s, bool spin, const char *call,
 			  const void *addr)
 {
-	uint64_t until = now_ns() + CALLER_SPIN_NS;
+	uint64_t until = spin ? now_ns() + CALLER_SPIN_NS : 0;
 	uint32_t st;
 
 	for (unsigned n = 0;; n++) {
@@ -439,6 +459,8 @@ static uint32_t slot_wait(struct prw_slot *s, const char *call,
 			check_helper(call, addr);
 	}
 	__atomic_store_n(&s->waiting, 0, __ATOMIC_RELAXED);
+	/* Where the wake-up put us, for the helper's choice to spin. */
+	__atomic_store_n(&ring->caller_cpu, cur_cpu(), __ATOMIC_RELAXED);
 verdict:
 	if (st != PRW_DONE && st != PRW_REFUSED)
 		rw_die(call, addr, "the request ring was tampered with");
@@ -449,9 +471,9 @@ verdict:
 static void submit(const char *call, const struct rw_seg *segs, unsigned n)
 {
 	size_t size = sizeof(struct prw_req_head) + n * sizeof(struct prw_seg);
-	bool big;
+	bool big, spin;
 	struct prw_slot *s;
-	uint32_t st;
+	uint32_t st, cpu;
 
 	for (unsigned i = 0; i < n; i++)
 		if (segs[i].src)
@@ -469,9 +491,11 @@ static void submit(const char *call, const struct rw_seg *segs, unsigned n)
 		body_fill(s->body, segs, n);
 		s->flags = 0;
 	}
+	cpu = cur_cpu();
+	__atomic_store_n(&ring->caller_cpu, cpu, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->state, PRW_READY, __ATOMIC_RELEASE);
-	ring_doorbell();
-	st = slot_wait(s, call, segs[0].dst);
+	spin = ring_doorbell(cpu);
+	st = slot_wait(s, spin, call, segs[0].dst);
 	__atomic_store_n(&s->state, PRW_FREE, __ATOMIC_RELEASE);
 	sem_post(&slots_free);
 	if (big)

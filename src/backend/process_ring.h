@@ -70,9 +70,17 @@ struct prw_slot {
 
 struct prw_ring {
 	uint32_t doorbell; /* bumped after every READY; futex word */
+	/* The helper is not polling the doorbell (asleep, or about to
+	 * yield its CPU): a new request must wake it, and its caller should
+	 * not spin. */
 	uint32_t helper_sleeping;
 	uint32_t ctl_pending; /* a control message waits on the socket */
-	uint32_t pad[13];
+	/* Hints only, never trusted: the CPU each side last ran on. Spinning
+	 * for the other side only pays when it runs on another CPU; on the
+	 * same one it only delays it. */
+	uint32_t helper_cpu;
+	uint32_t caller_cpu;
+	uint32_t pad[11];
 	unsigned char pad_page[PRW_PAGE - 64];
 	struct prw_slot slots[PRW_NR_SLOTS];
 };
