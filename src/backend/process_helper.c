@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
@@ -295,8 +296,57 @@ static void futex_wake_shared(uint32_t *word)
 	syscall(SYS_futex, word, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
-/* Spin this long for the next request before sleeping on the doorbell. */
+/* Poll this long for the next request before sleeping on the doorbell. */
 #define HELPER_SPIN_NS 50000u
+
+static void publish_cpu(struct prw_ring *ring)
+{
+	int cpu = sched_getcpu();
+
+	__atomic_store_n(&ring->helper_cpu,
+			 cpu < 0 ? UINT32_MAX : (uint32_t)cpu,
+			 __ATOMIC_RELAXED);
+}
+
+static void set_sleeping(struct prw_ring *ring, uint32_t v)
+{
+	__atomic_store_n(&ring->helper_sleeping, v, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * After answering a caller that slept: until it has taken its answer, give
+ * the CPU away rather than spin, since the caller may be queued behind us
+ * on this one. Meanwhile callers must wake us and not spin for us. False
+ * when a new request came, or the caller did not run within @until.
+ */
+static bool wait_taken(struct prw_ring *ring, struct prw_slot *s, uint32_t seen,
+		       uint64_t until)
+{
+	for (;;) {
+		uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+
+		if (st != PRW_DONE && st != PRW_REFUSED)
+			return true;
+		if (__atomic_load_n(&ring->doorbell, __ATOMIC_SEQ_CST) !=
+			    seen ||
+		    now_ns() > until)
+			return false;
+		sched_yield();
+	}
+}
+
+/* Poll the doorbell until @until while it still reads @seen; true when it
+ * rang. Only worth it while the caller runs on another CPU. */
+static bool poll_doorbell(struct prw_ring *ring, uint32_t seen, uint64_t until)
+{
+	for (unsigned n = 0;; n++) {
+		if (__atomic_load_n(&ring->doorbell, __ATOMIC_RELAXED) != seen)
+			return true;
+		if (!(n % 64) && now_ns() > until)
+			return false;
+		cpu_relax();
+	}
+}
 
 static __attribute__((noreturn)) void serve(void)
 {
@@ -305,9 +355,11 @@ static __attribute__((noreturn)) void serve(void)
 	for (;;) {
 		uint32_t seen =
 			__atomic_load_n(&ring->doorbell, __ATOMIC_SEQ_CST);
+		struct prw_slot *woken = NULL;
 		bool worked = false;
 		uint64_t until;
 
+		publish_cpu(ring);
 		if (__atomic_exchange_n(&ring->ctl_pending, 0,
 					__ATOMIC_SEQ_CST)) {
 			ctl_drain();
@@ -322,30 +374,33 @@ static __attribute__((noreturn)) void serve(void)
 				continue;
 			st = handle(s) ? PRW_REFUSED : PRW_DONE;
 			__atomic_store_n(&s->state, st, __ATOMIC_SEQ_CST);
-			if (__atomic_load_n(&s->waiting, __ATOMIC_SEQ_CST))
+			if (__atomic_load_n(&s->waiting, __ATOMIC_SEQ_CST)) {
 				futex_wake_shared(&s->state);
+				woken = s;
+			}
 			worked = true;
 		}
-		if (worked)
+		/* Its caller spun: it runs elsewhere, more may follow. */
+		if (worked && !woken)
 			continue;
 		until = now_ns() + HELPER_SPIN_NS;
-		for (unsigned n = 0;; n++) {
-			if (__atomic_load_n(&ring->doorbell,
-					    __ATOMIC_RELAXED) != seen)
-				break;
-			if (!(n % 64) && now_ns() > until) {
-				__atomic_store_n(&ring->helper_sleeping, 1,
-						 __ATOMIC_SEQ_CST);
-				if (__atomic_load_n(&ring->doorbell,
-						    __ATOMIC_SEQ_CST) == seen)
-					futex_wait_shared(&ring->doorbell,
-							  seen);
-				__atomic_store_n(&ring->helper_sleeping, 0,
-						 __ATOMIC_SEQ_CST);
-				break;
-			}
-			cpu_relax();
+		if (woken) {
+			set_sleeping(ring, 1);
+			if (!wait_taken(ring, woken, seen, until))
+				goto sleep;
+			publish_cpu(ring);
 		}
+		if (__atomic_load_n(&ring->caller_cpu, __ATOMIC_RELAXED) !=
+		    __atomic_load_n(&ring->helper_cpu, __ATOMIC_RELAXED)) {
+			set_sleeping(ring, 0);
+			if (poll_doorbell(ring, seen, until))
+				continue;
+		}
+sleep:
+		set_sleeping(ring, 1);
+		if (__atomic_load_n(&ring->doorbell, __ATOMIC_SEQ_CST) == seen)
+			futex_wait_shared(&ring->doorbell, seen);
+		set_sleeping(ring, 0);
 	}
 }
 
