@@ -49,12 +49,10 @@ static RW_TLS const struct rw_backend *window_backend;
 
 static const struct {
 	const char *name;
-	const struct rw_backend *backend; /* NULL: not built yet */
+	const struct rw_backend *backend;
 } backends[] = {
-	{"pkey", &rw_backend_pkey},
-	{"pwrite", &rw_backend_pwrite},
-	{"shadow", &rw_backend_shadow},
-	{"mprotect", &rw_backend_mprotect},
+	{"pkey", &rw_backend_pkey},	  {"pwrite", &rw_backend_pwrite},
+	{"shadow", &rw_backend_shadow},	  {"mprotect", &rw_backend_mprotect},
 	{"process", &rw_backend_process},
 };
 
@@ -474,30 +472,18 @@ static void fork_child(void)
 
 static int backend_named(const char *name, const struct rw_backend **out)
 {
-	bool automatic = !name || !*name || !strcmp(name, "auto");
-
-	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
-		const struct rw_backend *b = backends[i].backend;
-
-		if (automatic) {
-			/* pkey where the machine has it, else pwrite */
-			if (b &&
-			    (b == backends[0].backend ||
-			     b == &rw_backend_pwrite) &&
-			    !backend_use(b)) {
-				*out = b;
-				return 0;
-			}
-			continue;
-		}
-		if (strcmp(name, backends[i].name))
-			continue;
-		if (!b)
-			return -ENOTSUP;
-		*out = b;
-		return backend_use(b);
+	if (!name || !*name || !strcmp(name, "auto")) {
+		/* pkey where the machine has it, else pwrite */
+		*out = backend_use(&rw_backend_pkey) ? &rw_backend_pwrite
+						     : &rw_backend_pkey;
+		return backend_use(*out);
 	}
-	return automatic ? -ENOTSUP : -EINVAL;
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+		if (!strcmp(name, backends[i].name)) {
+			*out = backends[i].backend;
+			return backend_use(*out);
+		}
+	return -EINVAL;
 }
 
 static int choose_backend(const struct rw_backend **out)
