@@ -4,6 +4,7 @@
  * see torn: memcpy() may split even an aligned 8-byte copy into smaller or
  * overlapping stores, so aligned 1/2/4/8-byte units get one store each.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -38,4 +39,15 @@ void rw_seg_store(const struct rw_seg *s, void *at)
 		rw_store(at, s->src, s->len);
 	else
 		memset(at, s->fill, s->len);
+}
+
+void *rw_staging_copy(const void *addr, size_t len)
+{
+	void *stage = malloc(len);
+
+	if (!stage)
+		rw_die("rare_write_map", addr, "out of memory for %zu bytes",
+		       len);
+	memcpy(stage, addr, len);
+	return stage;
 }

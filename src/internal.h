@@ -110,8 +110,15 @@ RW_HIDDEN void rw_table_writable(bool writable);
 RW_HIDDEN void rw_store(void *dst, const void *src, size_t len);
 /* Apply segment @s through @at, a writable address of s->dst. */
 RW_HIDDEN void rw_seg_store(const struct rw_seg *s, void *at);
+/* A private malloc()ed copy of [addr, addr + len): the rare_write_map() view
+ * of backends that commit on unmap; the caller frees it. */
+RW_HIDDEN void *rw_staging_copy(const void *addr, size_t len);
 
 /* memfd.c: helpers for the backends whose regions live in a memfd. */
+/* A memfd of @len bytes holding @contents (NULL: zeroes) with F_ADD_SEALS
+ * @seals applied: an fd or -errno. */
+RW_HIDDEN int rw_memfd_new(const char *name, size_t len, const void *contents,
+			   unsigned seals);
 RW_HIDDEN int rw_memfd_adopt(struct rw_region *r);
 RW_HIDDEN int rw_memfd_create(struct rw_region *r);
 RW_HIDDEN void rw_memfd_destroy(struct rw_region *r);

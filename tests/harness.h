@@ -36,10 +36,10 @@ struct test_case {
 
 #define TEST(name_, expect_)                                                   \
 	static void name_(void);                                               \
-	static const struct test_case test_case_##name_ = {                    \
-		#name_, name_, expect_, __FILE__                               \
-	};                                                                     \
-	__attribute__((used, section("rw_tests"))) static const struct test_case \
+	static const struct test_case test_case_##name_ = {#name_, name_,      \
+							   expect_, __FILE__}; \
+	__attribute__((used,                                                   \
+		       section("rw_tests"))) static const struct test_case     \
 		*const test_case_ptr_##name_ = &test_case_##name_;             \
 	static void name_(void)
 
@@ -49,7 +49,7 @@ struct test_case {
 #define CHECK(cond)                                                            \
 	do {                                                                   \
 		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__,    \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, \
 				__LINE__, #cond);                              \
 			_exit(1);                                              \
 		}                                                              \

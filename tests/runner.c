@@ -18,8 +18,8 @@
 extern const struct test_case *const __start_rw_tests[];
 extern const struct test_case *const __stop_rw_tests[];
 
-static const char *const all_backends[] = { "pkey",	"pwrite", "shadow",
-					    "mprotect", "process" };
+static const char *const all_backends[] = {"pkey", "pwrite", "shadow",
+					   "mprotect", "process"};
 
 int run_in_child(void (*fn)(void *), void *arg)
 {
@@ -145,10 +145,12 @@ int main(int argc, char **argv)
 			verdict = judge(*t, status);
 			if (verdict > 0) {
 				passed++;
-				printf("ok   %-9s %s\n", backends[b], (*t)->name);
+				printf("ok   %-9s %s\n", backends[b],
+				       (*t)->name);
 			} else if (verdict < 0) {
 				skipped++;
-				printf("skip %-9s %s\n", backends[b], (*t)->name);
+				printf("skip %-9s %s\n", backends[b],
+				       (*t)->name);
 			} else {
 				failed++;
 				printf("FAIL %-9s %s (%s, %s)\n", backends[b],

@@ -41,11 +41,12 @@ void rw_memfd_write_unlock(void)
 	pthread_rwlock_unlock(&write_lock);
 }
 
-/* Fill a new memfd of @len bytes with @contents (NULL: zeroes). */
-static int memfd_filled(size_t len, const void *contents)
+int rw_memfd_new(const char *name, size_t len, const void *contents,
+		 unsigned seals)
 {
-	int fd = memfd_create("rarewrite", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	size_t done = 0;
+	int err;
 
 	if (fd < 0)
 		return -errno;
@@ -59,15 +60,21 @@ static int memfd_filled(size_t len, const void *contents)
 			goto fail;
 		done += (size_t)n;
 	}
-	/* Nobody may shrink the file under the view (that would SIGBUS). */
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL))
+	if (fcntl(fd, F_ADD_SEALS, seals))
 		goto fail;
 	return fd;
-fail:;
-	int err = errno ? -errno : -EIO;
-
+fail:
+	err = errno ? -errno : -EIO;
 	close(fd);
 	return err;
+}
+
+/* Nobody may shrink the file under the view (that would SIGBUS), nor
+ * change the seals. */
+static int memfd_filled(size_t len, const void *contents)
+{
+	return rw_memfd_new("rarewrite", len, contents,
+			    F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
 }
 
 /* Map @fd read-only at @at (NULL: anywhere). */

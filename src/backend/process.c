@@ -261,32 +261,11 @@ static int process_setup(void)
 }
 
 /* A memfd of @len bytes holding @contents (NULL: zeroes), sealed against
- * resizing, which the helper insists on. */
+ * resizing, which the helper insists on; region_register() adds the write
+ * seals once the helper has mapped it. */
 static int memfd_new(const char *name, size_t len, const void *contents)
 {
-	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	size_t done = 0;
-	int err;
-
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, (off_t)len))
-		goto fail;
-	while (contents && done < len) {
-		ssize_t n = pwrite(fd, (const char *)contents + done,
-				   len - done, (off_t)done);
-
-		if (n <= 0)
-			goto fail;
-		done += (size_t)n;
-	}
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW))
-		goto fail;
-	return fd;
-fail:
-	err = errno ? -errno : -EIO;
-	close(fd);
-	return err;
+	return rw_memfd_new(name, len, contents, F_SEAL_SHRINK | F_SEAL_GROW);
 }
 
 /*
@@ -529,14 +508,8 @@ static void process_write(const struct rw_seg *segs, unsigned n)
 /* map hands out a private staging copy; unmap commits it in one request. */
 static void *process_map(struct rw_region *r, void *addr, size_t len)
 {
-	void *stage = malloc(len);
-
 	(void)r;
-	if (!stage)
-		rw_die("rare_write_map", addr, "out of memory for %zu bytes",
-		       len);
-	memcpy(stage, addr, len);
-	return stage;
+	return rw_staging_copy(addr, len);
 }
 
 static void process_unmap(struct rw_region *r, void *view, void *addr,

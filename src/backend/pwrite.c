@@ -124,14 +124,8 @@ static void pwrite_write(const struct rw_seg *segs, unsigned n)
 /* map hands out a private staging copy; unmap commits it in one pwrite. */
 static void *pwrite_map(struct rw_region *r, void *addr, size_t len)
 {
-	void *stage = malloc(len);
-
 	(void)r;
-	if (!stage)
-		rw_die("rare_write_map", addr, "out of memory for %zu bytes",
-		       len);
-	memcpy(stage, addr, len);
-	return stage;
+	return rw_staging_copy(addr, len);
 }
 
 static void pwrite_unmap(struct rw_region *r, void *view, void *addr,
