@@ -330,22 +330,39 @@ static int backend_use(const struct rw_backend *b)
 		if (table.used[i] == b)
 			return 0;
 	err = b->setup();
-	if (!err)
+	if (!err) {
+		rw_table_writable(true);
 		table.used[i] = b;
+		rw_table_writable(false);
+	}
 	return err;
+}
+
+/*
+ * Fill slot @r with @filled and publish it. The table is writable only for
+ * these stores, never across a backend's system calls, to keep the window
+ * in which another thread could rewrite it short (attack 7b).
+ */
+static void region_commit(struct rw_region *r, const struct rw_region *filled,
+			  enum rw_region_kind kind)
+{
+	rw_table_writable(true);
+	*r = *filled;
+	r->kind = RW_REGION_FREE;
+	region_publish(r, kind);
+	rw_table_writable(false);
 }
 
 struct rw_region *rw_region_create(size_t len, size_t meta_len,
 				   const struct rw_backend *b)
 {
-	struct rw_region *r;
+	struct rw_region *r, filled;
 	int err;
 
 	if (window_depth)
 		rw_die("rare_pool_create", NULL,
 		       "called inside an open window");
 	pthread_mutex_lock(&registry_lock);
-	rw_table_writable(true);
 	if (!b)
 		b = table.backend;
 	err = backend_use(b); /* a pool's own level, set up on first use */
@@ -356,16 +373,15 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 		err = -ENOMEM;
 		goto out;
 	}
-	*r = (struct rw_region){
+	filled = (struct rw_region){
 		.kind = RW_REGION_FREE, .len = len, .backend = b, .fd = -1};
-	err = r->backend->create(r);
+	err = b->create(&filled);
 	if (err)
 		goto out;
-	r->user_start = r->start + meta_len;
-	r->protected_ = true;
-	region_publish(r, RW_REGION_POOL);
+	filled.user_start = filled.start + meta_len;
+	filled.protected_ = true;
+	region_commit(r, &filled, RW_REGION_POOL);
 out:
-	rw_table_writable(false);
 	pthread_mutex_unlock(&registry_lock);
 	if (err) {
 		errno = -err;
@@ -376,15 +392,17 @@ out:
 
 void rw_region_destroy(struct rw_region *r)
 {
+	struct rw_region gone;
+
 	if (window_depth)
 		rw_die("rare_pool_destroy", (void *)r->start,
 		       "called inside an open window");
 	pthread_mutex_lock(&registry_lock);
+	gone = *r;
 	rw_table_writable(true);
-	__atomic_store_n(&r->kind, RW_REGION_FREE, __ATOMIC_RELEASE);
-	r->backend->destroy(r);
 	*r = (struct rw_region){.kind = RW_REGION_FREE, .fd = -1};
 	rw_table_writable(false);
+	gone.backend->destroy(&gone);
 	pthread_mutex_unlock(&registry_lock);
 }
 
@@ -400,7 +418,7 @@ static int adopt_section(struct rw_region *r)
 
 void rare_write_register_section_(void *start, void *stop)
 {
-	struct rw_region *r;
+	struct rw_region *r, filled;
 
 	if (!start || start == stop)
 		return;
@@ -409,29 +427,28 @@ void rare_write_register_section_(void *start, void *stop)
 		pthread_mutex_unlock(&registry_lock);
 		return; /* another object file of the same DSO said so */
 	}
-	rw_table_writable(true);
 	r = region_alloc();
 	if (!r)
 		rw_die("rare_write_init", start, "too many protected regions");
-	*r = (struct rw_region){.kind = RW_REGION_FREE,
-				.start = (uintptr_t)start,
-				.len = (size_t)((char *)stop - (char *)start),
-				.user_start = (uintptr_t)start,
-				.fd = -1};
+	filled = (struct rw_region){
+		.kind = RW_REGION_FREE,
+		.start = (uintptr_t)start,
+		.len = (size_t)((char *)stop - (char *)start),
+		.user_start = (uintptr_t)start,
+		.fd = -1};
 	/* A library loaded after init is sealed as it arrives. */
 	if (table.initialised) {
-		int err = adopt_section(r);
+		int err = adopt_section(&filled);
 
 		if (err)
 			rw_die("rare_write_init", start,
 			       "cannot protect a late-loaded section: %s",
 			       strerror(-err));
-		r->protected_ = true;
+		filled.protected_ = true;
 	}
-	region_publish(r, RW_REGION_SECTION);
+	region_commit(r, &filled, RW_REGION_SECTION);
 	if (table.initialised)
 		rw_section_check_copies(); /* no copy relocation out of it */
-	rw_table_writable(false);
 	pthread_mutex_unlock(&registry_lock);
 }
 
@@ -500,9 +517,7 @@ int rw_backend_lookup(const char *name, const struct rw_backend **out)
 		return 0;
 	}
 	pthread_mutex_lock(&registry_lock);
-	rw_table_writable(true);
 	err = backend_named(name, out);
-	rw_table_writable(false);
 	pthread_mutex_unlock(&registry_lock);
 	return err;
 }
