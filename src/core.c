@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -465,14 +466,32 @@ void rare_write_register_section_(void *start, void *stop)
 			table.used[i]->hook();                                 \
 	}
 
+/*
+ * The parent holds its writers off (each backend's prepare hook) until the
+ * child has taken its private copies: the child ends the wait by closing
+ * its end of this pipe after its hooks ran, or by dying.
+ */
+static int fork_pipe[2] = {-1, -1};
+
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&registry_lock);
 	FOR_EACH_FORK_HOOK(fork_prepare);
+	if (pipe2(fork_pipe, O_CLOEXEC))
+		fork_pipe[0] = fork_pipe[1] = -1;
 }
 
 static void fork_parent(void)
 {
+	char c;
+
+	if (fork_pipe[1] >= 0) {
+		close(fork_pipe[1]);
+		while (read(fork_pipe[0], &c, 1) < 0 && errno == EINTR)
+			;
+		close(fork_pipe[0]);
+	}
+	fork_pipe[0] = fork_pipe[1] = -1;
 	FOR_EACH_FORK_HOOK(fork_parent);
 	pthread_mutex_unlock(&registry_lock);
 }
@@ -482,6 +501,11 @@ static void fork_child(void)
 	rw_table_writable(true);
 	FOR_EACH_FORK_HOOK(fork_child);
 	rw_table_writable(false);
+	if (fork_pipe[0] >= 0) {
+		close(fork_pipe[0]);
+		close(fork_pipe[1]);
+	}
+	fork_pipe[0] = fork_pipe[1] = -1;
 	pthread_mutex_unlock(&registry_lock);
 	/* Only the forking thread lives on; its window state is still true. */
 	pthread_mutex_init(&maps_lock, NULL);

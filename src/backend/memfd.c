@@ -8,8 +8,8 @@
  * parent and child see, and write, each other's data. So the child, before
  * fork() returns to it, copies every region into a memfd of its own, maps it
  * over the view and closes the parent's descriptors. The parent holds off
- * its writers until the child is done copying (the child closes a pipe), so
- * the copy is a consistent snapshot.
+ * its writers (this file's write lock) until the child is done copying (the
+ * core's fork handshake), so the copy is a consistent snapshot.
  *
  * The views are not mseal()ed: the child must be able to replace them, and
  * fork isolation wins over sealing.
@@ -26,7 +26,6 @@
 
 /* Writers hold it shared; fork and read-merge-writes hold it exclusive. */
 static pthread_rwlock_t write_lock = PTHREAD_RWLOCK_INITIALIZER;
-static int fork_pipe[2] = {-1, -1};
 
 void rw_memfd_write_lock(bool exclusive)
 {
@@ -129,22 +128,10 @@ void rw_memfd_destroy(struct rw_region *r)
 void rw_memfd_fork_prepare(void)
 {
 	pthread_rwlock_wrlock(&write_lock);
-	if (pipe2(fork_pipe, O_CLOEXEC))
-		fork_pipe[0] = fork_pipe[1] = -1;
 }
 
 void rw_memfd_fork_parent(void)
 {
-	char c;
-
-	if (fork_pipe[1] >= 0) {
-		close(fork_pipe[1]);
-		/* EOF once the child has copied (or died). */
-		while (read(fork_pipe[0], &c, 1) < 0 && errno == EINTR)
-			;
-		close(fork_pipe[0]);
-	}
-	fork_pipe[0] = fork_pipe[1] = -1;
 	pthread_rwlock_unlock(&write_lock);
 }
 
@@ -167,10 +154,5 @@ void rw_memfd_fork_child(void)
 		close(r->fd);
 		r->fd = fd;
 	}
-	if (fork_pipe[0] >= 0) {
-		close(fork_pipe[0]);
-		close(fork_pipe[1]);
-	}
-	fork_pipe[0] = fork_pipe[1] = -1;
 	pthread_rwlock_init(&write_lock, NULL);
 }

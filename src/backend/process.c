@@ -69,30 +69,12 @@ static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t bulk_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned char *bulk;
 static size_t bulk_len;
-static int fork_pipe[2] = {-1, -1};
 
 /* Spin this long for the answer of a helper that polls on another CPU
  * before sleeping. */
 #define CALLER_SPIN_NS 20000u
 /* While asleep, check this often that the helper still lives. */
 #define LIVENESS_NS 50000000L
-
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The helper is gone: reap it and say how it ended. */
 static __attribute__((noreturn)) void helper_died(const char *call,
@@ -524,22 +506,10 @@ static void process_unmap(struct rw_region *r, void *view, void *addr,
 static void process_fork_prepare(void)
 {
 	pthread_rwlock_wrlock(&write_lock);
-	if (pipe2(fork_pipe, O_CLOEXEC))
-		fork_pipe[0] = fork_pipe[1] = -1;
 }
 
 static void process_fork_parent(void)
 {
-	char c;
-
-	if (fork_pipe[1] >= 0) {
-		close(fork_pipe[1]);
-		/* EOF once the child has taken its copy (or died). */
-		while (read(fork_pipe[0], &c, 1) < 0 && errno == EINTR)
-			;
-		close(fork_pipe[0]);
-	}
-	fork_pipe[0] = fork_pipe[1] = -1;
 	pthread_rwlock_unlock(&write_lock);
 }
 
@@ -567,11 +537,6 @@ static void process_fork_child(void)
 			       "memory: %s",
 			       strerror(-r->fd));
 	}
-	if (fork_pipe[0] >= 0) {
-		close(fork_pipe[0]);
-		close(fork_pipe[1]);
-	}
-	fork_pipe[0] = fork_pipe[1] = -1;
 	pthread_rwlock_init(&write_lock, NULL);
 	pthread_mutex_init(&ctl_lock, NULL);
 	pthread_mutex_init(&bulk_lock, NULL);

@@ -65,23 +65,6 @@ static void on_parent_death(int sig)
 		_exit(0);
 }
 
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static struct helper_region *region_by_addr(uintptr_t dst, uint64_t len)
 {
 	for (unsigned i = 0; i < h_nr_regions; i++) {

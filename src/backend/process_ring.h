@@ -25,6 +25,7 @@
 #define RAREWRITE_PROCESS_RING_H
 
 #include <stdint.h>
+#include <time.h>
 
 #define PRW_RING_NAME "rarewrite-ring"
 #define PRW_PAGE 4096u
@@ -103,5 +104,23 @@ struct prw_ctl {
 
 _Static_assert(sizeof(struct prw_slot) == PRW_PAGE, "slot is one page");
 _Static_assert(sizeof(struct prw_ring) == PRW_RING_SIZE, "ring layout");
+
+/* Both sides spin briefly and time their spins the same way. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 #endif /* RAREWRITE_PROCESS_RING_H */
