@@ -12,11 +12,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rarewrite.h"
@@ -24,29 +26,64 @@
 
 #define RW_MAX_REGIONS 255
 #define RW_MAX_BACKENDS 5
+#define RW_MAX_MAPS 1024
+#define RW_MAX_NESTED 256
 
 size_t rw_page_size = 4096;
 
-/* Everything here is read-only once init has succeeded. Aligning the type
- * (not just the object) pads it to whole pages, so mprotect() on it cannot
- * reach a neighbour. */
+/* A map open for rare_write_unmap(): token 0 marks a free slot. */
+struct open_map {
+	uintptr_t start, end, view;
+	unsigned long token;
+};
+
+/* A thread nested inside its own begin/end window: @extra begins beyond
+ * the outermost. tid 0 marks a free slot. */
+struct nested_window {
+	int32_t tid;
+	uint32_t extra;
+};
+
+/*
+ * Everything here is read-only once init has succeeded, and from then on
+ * written only with pwrite() into the memfd behind it (vault.c): no store,
+ * from this thread or any other, window or not, can reach it. Aligning the
+ * type (not just the object) pads it to whole pages, so the mapping over
+ * it cannot reach a neighbour. Fields written under different locks never
+ * share an 8-byte word (vault.c widens stores to words).
+ */
 static struct rw_table {
+	/* registry_lock */
 	bool initialised;
+	int vault_fd; /* the memfd behind this table, once sealed */
 	const struct rw_backend *backend; /* the process-wide default */
 	const struct rw_backend *used[RW_MAX_BACKENDS]; /* set up so far */
 	unsigned nr_regions;				/* high-water mark */
+	unsigned preinit_windows; /* begin/end windows opened before init */
 	struct rw_region regions[RW_MAX_REGIONS];
-} __attribute__((aligned(4096))) table;
+	/* maps_lock */
+	uint64_t nr_maps; /* high-water mark of maps[] */
+	struct open_map maps[RW_MAX_MAPS];
+	/* nested_lock */
+	uint64_t nr_nested; /* slots of nested[] in use */
+	struct nested_window nested[RW_MAX_NESTED];
+} __attribute__((aligned(4096))) table = {.vault_fd = -1};
 
 /* Serialises init, region creation and destruction, and fork. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t nested_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Depth of the calling thread's begin/end window and who opened it.
+/*
+ * Depth of the calling thread's begin/end window and who opened it.
  * initial-exec: a plain %fs-relative load on every write, no
- * __tls_get_addr call (the library is linked at startup, not dlopen()ed). */
+ * __tls_get_addr call (the library is linked at startup, not dlopen()ed).
+ * Both are plain memory that a store inside the window can change: they
+ * only pick the fast path. Whether an end is the outermost is decided from
+ * the table's record of nested windows (attack 7f).
+ */
 #define RW_TLS __thread __attribute__((tls_model("initial-exec")))
 static RW_TLS unsigned window_depth;
-static RW_TLS const struct rw_backend *window_backend;
 
 static const struct {
 	const char *name;
@@ -81,16 +118,25 @@ bool rw_initialised(void)
 	return __atomic_load_n(&table.initialised, __ATOMIC_ACQUIRE);
 }
 
-void rw_table_writable(bool writable)
+/* Set in the single-threaded fork child while its private copy of the
+ * table is mapped writable. */
+static bool table_open_in_child;
+
+/* Store into the table: plainly before it is sealed (init, or the fork
+ * child's private copy), else through its memfd. */
+static void table_store(void *dst, const void *src, size_t len)
 {
-	if (!table.initialised)
-		return; /* before init the table is ordinary data */
-	if (mprotect(&table, sizeof(table),
-		     writable ? PROT_READ | PROT_WRITE : PROT_READ))
-		rw_die("rare_write_init", &table,
-		       "cannot re-protect the region table: %s",
-		       strerror(errno));
+	if (table.vault_fd < 0 || table_open_in_child)
+		memcpy(dst, src, len);
+	else
+		rw_vault_store(table.vault_fd, &table, dst, src, len);
 }
+
+#define TABLE_SET(field, val)                                                  \
+	do {                                                                   \
+		__typeof__(field) v_ = (val);                                  \
+		table_store(&(field), &v_, sizeof(v_));                        \
+	} while (0)
 
 struct rw_region *rw_region_next(struct rw_region *prev)
 {
@@ -159,7 +205,7 @@ void rw_write(const struct rw_seg *segs, unsigned n)
 		return;
 	}
 	/* Inside this thread's own begin/end window, stores go straight in. */
-	if (window_depth && window_backend == b) {
+	if (window_depth && b == table.backend) {
 		write_plain(segs, n);
 		return;
 	}
@@ -188,91 +234,189 @@ void rare_write_memset(void *dst, int c, size_t len)
 	rw_write(&seg, 1);
 }
 
+/*
+ * Nested windows. A thread's depth in plain TLS is only a hint: a store
+ * made inside the window could raise it so that the outermost end is not
+ * seen. So each nesting level beyond the outermost is also recorded in the
+ * table, and an end closes the window unless the table says this thread
+ * (gettid(), which no store can change) is nested. Windows that do not
+ * nest cost no system call for this.
+ */
+static int32_t this_tid(void)
+{
+	return (int32_t)syscall(SYS_gettid);
+}
+
+static struct nested_window *nested_find(int32_t tid)
+{
+	for (unsigned i = 0; i < RW_MAX_NESTED; i++)
+		if (__atomic_load_n(&table.nested[i].tid, __ATOMIC_RELAXED) ==
+		    tid)
+			return &table.nested[i];
+	return NULL;
+}
+
+/* Levels beyond the outermost that the table holds for this thread. */
+static uint32_t nested_extra(int32_t tid)
+{
+	struct nested_window *w;
+
+	if (!__atomic_load_n(&table.nr_nested, __ATOMIC_ACQUIRE))
+		return 0;
+	w = nested_find(tid);
+	return w ? w->extra : 0;
+}
+
+/* Record @extra levels for @tid (0: none). Signals are blocked, so that a
+ * handler's own begin/end cannot deadlock on the lock. */
+static void nested_set(int32_t tid, uint32_t extra)
+{
+	struct nested_window *w, rec = {extra ? tid : 0, extra};
+	sigset_t all, saved;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &saved);
+	pthread_mutex_lock(&nested_lock);
+	w = nested_find(tid);
+	if (!w && extra) {
+		w = nested_find(0);
+		if (!w)
+			rw_die("rare_write_begin", NULL,
+			       "more than %d threads nest windows at once",
+			       RW_MAX_NESTED);
+		TABLE_SET(table.nr_nested, table.nr_nested + 1);
+	} else if (w && !extra) {
+		TABLE_SET(table.nr_nested, table.nr_nested - 1);
+	}
+	if (w)
+		table_store(w, &rec, sizeof(rec));
+	pthread_mutex_unlock(&nested_lock);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+}
+
+/* Before init a window opens nothing; init refuses while one is open, so
+ * every window that is open after init was opened after it. */
+static bool preinit_window(int delta)
+{
+	bool pre;
+
+	pthread_mutex_lock(&registry_lock);
+	pre = !table.initialised;
+	if (pre)
+		table.preinit_windows += delta;
+	pthread_mutex_unlock(&registry_lock);
+	return pre;
+}
+
 void rare_write_begin(void)
 {
-	if (window_depth++)
+	const struct rw_backend *b;
+
+	if (window_depth) {
+		window_depth++;
+		if (rw_initialised())
+			nested_set(this_tid(), nested_extra(this_tid()) + 1);
 		return;
-	if (!rw_initialised())
-		return; /* everything is writable anyway */
-	if (!(table.backend->caps & RARE_WRITE_CAP_BEGIN_END)) {
-		window_depth = 0;
+	}
+	if (!rw_initialised() && preinit_window(1)) {
+		window_depth = 1; /* everything is writable anyway */
+		return;
+	}
+	b = table.backend;
+	if (!(b->caps & RARE_WRITE_CAP_BEGIN_END))
 		rw_die("rare_write_begin", NULL,
 		       "backend %s has no begin/end windows (see "
 		       "rare_write_caps())",
-		       table.backend->name);
-	}
-	window_backend = table.backend;
-	window_backend->begin();
+		       b->name);
+	/* A record left by a dead thread whose id we now carry. */
+	if (nested_extra(this_tid()))
+		nested_set(this_tid(), 0);
+	window_depth = 1;
+	b->begin();
 }
 
 void rare_write_end(void)
 {
+	uint32_t extra;
+
 	if (!window_depth)
 		rw_die("rare_write_end", NULL, "no open window on this thread");
-	if (--window_depth)
+	if (!rw_initialised()) {
+		if (!--window_depth)
+			preinit_window(-1);
 		return;
-	if (window_backend) {
-		const struct rw_backend *b = window_backend;
-
-		window_backend = NULL;
-		b->end();
 	}
+	extra = nested_extra(this_tid());
+	if (extra) {
+		nested_set(this_tid(), extra - 1);
+		window_depth = extra;
+		return;
+	}
+	window_depth = 0;
+	table.backend->end();
 }
 
 /*
- * Open maps, for the overlap check and to validate unmap. Plain memory: a
- * corrupted entry can at worst make a later map or unmap abort, because
- * unmap re-validates its target against the read-only region table.
+ * Open maps, for the overlap check and to validate unmap: kept in the
+ * table, so a store cannot forge or move one, and unmap accepts only a
+ * handle whose target, length, token and view match a record (attack 7g).
  */
-struct open_map {
-	uintptr_t start, end, view;
-	unsigned long token;
-};
-static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct open_map *maps;
-static size_t nr_maps, maps_cap;
 static unsigned long next_token = 1;
 
-static unsigned long maps_insert(uintptr_t start, size_t len)
+static void maps_insert(struct rare_write_mapping *m)
 {
-	unsigned long token;
+	uintptr_t start = (uintptr_t)m->target, end = start + m->len;
+	struct open_map *slot = NULL;
 
 	pthread_mutex_lock(&maps_lock);
-	for (size_t i = 0; i < nr_maps; i++)
-		if (start < maps[i].end && maps[i].start < start + len) {
-			pthread_mutex_unlock(&maps_lock);
-			rw_die("rare_write_map", (void *)start,
-			       "overlaps the open map %p+%zu",
-			       (void *)maps[i].start,
-			       (size_t)(maps[i].end - maps[i].start));
-		}
-	if (nr_maps == maps_cap) {
-		size_t cap = maps_cap ? 2 * maps_cap : 16;
-		struct open_map *m = realloc(maps, cap * sizeof(*m));
+	for (size_t i = 0; i < table.nr_maps; i++) {
+		const struct open_map *o = &table.maps[i];
 
-		if (!m)
-			rw_die("rare_write_map", (void *)start,
-			       "out of memory");
-		maps = m;
-		maps_cap = cap;
+		if (!o->token) {
+			if (!slot)
+				slot = &table.maps[i];
+		} else if (start < o->end && o->start < end) {
+			pthread_mutex_unlock(&maps_lock);
+			rw_die("rare_write_map", m->target,
+			       "overlaps the open map %p+%zu", (void *)o->start,
+			       (size_t)(o->end - o->start));
+		}
 	}
-	token = next_token++;
-	maps[nr_maps++] = (struct open_map){start, start + len, 0, token};
+	if (!slot) {
+		if (table.nr_maps == RW_MAX_MAPS) {
+			pthread_mutex_unlock(&maps_lock);
+			rw_die("rare_write_map", m->target,
+			       "more than %d maps open at once", RW_MAX_MAPS);
+		}
+		slot = &table.maps[table.nr_maps];
+		TABLE_SET(table.nr_maps, table.nr_maps + 1);
+	}
+	/* Tokens only tell handles of the same range apart; 0 is free. */
+	if (!next_token)
+		next_token = 1;
+	m->token = next_token++;
+	table_store(
+		slot,
+		&(struct open_map){start, end, (uintptr_t)m->addr, m->token},
+		sizeof(*slot));
 	pthread_mutex_unlock(&maps_lock);
-	return token;
 }
 
 static void maps_remove(const struct rare_write_mapping *m)
 {
 	pthread_mutex_lock(&maps_lock);
-	for (size_t i = 0; i < nr_maps; i++)
-		if (maps[i].token == m->token &&
-		    maps[i].start == (uintptr_t)m->target &&
-		    maps[i].end == (uintptr_t)m->target + m->len) {
-			maps[i] = maps[--nr_maps];
+	for (size_t i = 0; i < table.nr_maps; i++) {
+		const struct open_map *o = &table.maps[i];
+
+		if (o->token && o->token == m->token &&
+		    o->start == (uintptr_t)m->target &&
+		    o->end == (uintptr_t)m->target + m->len &&
+		    o->view == (uintptr_t)m->addr) {
+			TABLE_SET(table.maps[i].token, 0UL);
 			pthread_mutex_unlock(&maps_lock);
 			return;
 		}
+	}
 	pthread_mutex_unlock(&maps_lock);
 	rw_die("rare_write_unmap", m->target, "not an open map");
 }
@@ -285,8 +429,21 @@ struct rare_write_mapping rare_write_map(void *addr, size_t len)
 	if (!len)
 		rw_die("rare_write_map", addr, "zero length");
 	r = rw_region_of("rare_write_map", addr, len);
-	m.token = maps_insert((uintptr_t)addr, len);
+	pthread_mutex_lock(&maps_lock);
+	for (size_t i = 0; i < table.nr_maps; i++) {
+		const struct open_map *o = &table.maps[i];
+
+		if (o->token && (uintptr_t)addr < o->end &&
+		    o->start < (uintptr_t)addr + len) {
+			pthread_mutex_unlock(&maps_lock);
+			rw_die("rare_write_map", addr,
+			       "overlaps the open map %p+%zu", (void *)o->start,
+			       (size_t)(o->end - o->start));
+		}
+	}
+	pthread_mutex_unlock(&maps_lock);
 	m.addr = rw_initialised() ? r->backend->map(r, addr, len) : addr;
+	maps_insert(&m);
 	return m;
 }
 
@@ -299,7 +456,7 @@ void rare_write_unmap(struct rare_write_mapping m)
 		r->backend->unmap(r, m.addr, m.target, m.len);
 }
 
-/* A region slot, with the table writable; registry_lock held. */
+/* A free region slot; registry_lock held. */
 static struct rw_region *region_alloc(void)
 {
 	for (unsigned i = 0; i < table.nr_regions; i++)
@@ -308,18 +465,6 @@ static struct rw_region *region_alloc(void)
 	if (table.nr_regions == RW_MAX_REGIONS)
 		return NULL;
 	return &table.regions[table.nr_regions];
-}
-
-/*
- * Make a filled-in slot visible to lock-free lookups: the kind goes last, so
- * a reader never matches a half-written region.
- */
-static void region_publish(struct rw_region *r, enum rw_region_kind kind)
-{
-	__atomic_store_n(&r->kind, kind, __ATOMIC_RELEASE);
-	if (r == &table.regions[table.nr_regions])
-		__atomic_store_n(&table.nr_regions, table.nr_regions + 1,
-				 __ATOMIC_RELEASE);
 }
 
 static int backend_use(const struct rw_backend *b)
@@ -331,27 +476,27 @@ static int backend_use(const struct rw_backend *b)
 		if (table.used[i] == b)
 			return 0;
 	err = b->setup();
-	if (!err) {
-		rw_table_writable(true);
-		table.used[i] = b;
-		rw_table_writable(false);
-	}
+	if (!err)
+		TABLE_SET(table.used[i], b);
 	return err;
 }
 
 /*
- * Fill slot @r with @filled and publish it. The table is writable only for
- * these stores, never across a backend's system calls, to keep the window
- * in which another thread could rewrite it short (attack 7b).
+ * Fill slot @r with @filled and publish it to lock-free lookups: the kind
+ * goes last, in a store of its own, so a reader never matches a
+ * half-written region. registry_lock held.
  */
 static void region_commit(struct rw_region *r, const struct rw_region *filled,
 			  enum rw_region_kind kind)
 {
-	rw_table_writable(true);
-	*r = *filled;
-	r->kind = RW_REGION_FREE;
-	region_publish(r, kind);
-	rw_table_writable(false);
+	struct rw_region f = *filled;
+
+	f.kind = RW_REGION_FREE;
+	table_store(r, &f, sizeof(f));
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	TABLE_SET(r->kind, kind);
+	if (r == &table.regions[table.nr_regions])
+		TABLE_SET(table.nr_regions, table.nr_regions + 1);
 }
 
 struct rw_region *rw_region_create(size_t len, size_t meta_len,
@@ -400,9 +545,9 @@ void rw_region_destroy(struct rw_region *r)
 		       "called inside an open window");
 	pthread_mutex_lock(&registry_lock);
 	gone = *r;
-	rw_table_writable(true);
-	*r = (struct rw_region){.kind = RW_REGION_FREE, .fd = -1};
-	rw_table_writable(false);
+	TABLE_SET(r->kind, RW_REGION_FREE); /* lookups stop matching first */
+	table_store(r, &(struct rw_region){.kind = RW_REGION_FREE, .fd = -1},
+		    sizeof(*r));
 	gone.backend->destroy(&gone);
 	pthread_mutex_unlock(&registry_lock);
 }
@@ -472,11 +617,16 @@ void rare_write_register_section_(void *start, void *stop)
  * its end of this pipe after its hooks ran, or by dying.
  */
 static int fork_pipe[2] = {-1, -1};
+/* The forking thread, whose nested windows the child keeps. */
+static int32_t fork_tid;
 
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&registry_lock);
+	pthread_mutex_lock(&maps_lock);
+	pthread_mutex_lock(&nested_lock);
 	FOR_EACH_FORK_HOOK(fork_prepare);
+	fork_tid = this_tid();
 	if (pipe2(fork_pipe, O_CLOEXEC))
 		fork_pipe[0] = fork_pipe[1] = -1;
 }
@@ -493,22 +643,56 @@ static void fork_parent(void)
 	}
 	fork_pipe[0] = fork_pipe[1] = -1;
 	FOR_EACH_FORK_HOOK(fork_parent);
+	pthread_mutex_unlock(&nested_lock);
+	pthread_mutex_unlock(&maps_lock);
 	pthread_mutex_unlock(&registry_lock);
 }
 
+/*
+ * The child takes a private copy of the table first: until then it shares
+ * the parent's, and writes would reach the parent. The copy stays writable
+ * (the child has one thread) while the backends' hooks run.
+ */
 static void fork_child(void)
 {
-	rw_table_writable(true);
+	uint32_t extra = nested_extra(fork_tid);
+
+	if (table.vault_fd >= 0) {
+		int fd = rw_vault_fork_copy(table.vault_fd, &table,
+					    sizeof(table));
+
+		if (fd < 0)
+			rw_die("fork", &table,
+			       "child cannot copy the region table: %s",
+			       strerror(-fd));
+		table_open_in_child = true;
+		table.vault_fd = fd;
+	}
 	FOR_EACH_FORK_HOOK(fork_child);
-	rw_table_writable(false);
+	/* Only the forking thread lives on, under a new id. */
+	memset(table.nested, 0, sizeof(table.nested));
+	table.nr_nested = 0;
+	if (extra) {
+		table.nested[0] = (struct nested_window){this_tid(), extra};
+		table.nr_nested = 1;
+	}
+	if (table_open_in_child) {
+		int err = rw_vault_fork_done(&table, sizeof(table));
+
+		if (err)
+			rw_die("fork", &table,
+			       "child cannot protect the region table: %s",
+			       strerror(-err));
+		table_open_in_child = false;
+	}
 	if (fork_pipe[0] >= 0) {
 		close(fork_pipe[0]);
 		close(fork_pipe[1]);
 	}
 	fork_pipe[0] = fork_pipe[1] = -1;
-	pthread_mutex_unlock(&registry_lock);
-	/* Only the forking thread lives on; its window state is still true. */
+	pthread_mutex_init(&nested_lock, NULL);
 	pthread_mutex_init(&maps_lock, NULL);
+	pthread_mutex_init(&registry_lock, NULL);
 }
 
 static int backend_named(const char *name, const struct rw_backend **out)
@@ -562,6 +746,9 @@ int rare_write_init(void)
 		pthread_mutex_unlock(&registry_lock);
 		return 0;
 	}
+	if (table.preinit_windows)
+		rw_die("rare_write_init", NULL,
+		       "called while another thread has a window open");
 	rw_page_size = (size_t)sysconf(_SC_PAGESIZE);
 	err = choose_backend(&b);
 	if (err)
@@ -582,10 +769,14 @@ int rare_write_init(void)
 			goto out;
 		atfork_registered = true;
 	}
+	/* Maps opened before init must not change the table under us. */
+	pthread_mutex_lock(&maps_lock);
 	__atomic_store_n(&table.initialised, true, __ATOMIC_RELEASE);
-	if (mprotect(&table, sizeof(table), PROT_READ))
+	err = rw_vault_create(&table, sizeof(table), &table.vault_fd);
+	pthread_mutex_unlock(&maps_lock);
+	if (err)
 		rw_die("rare_write_init", &table,
-		       "cannot protect the region table: %s", strerror(errno));
+		       "cannot protect the region table: %s", strerror(-err));
 out:
 	pthread_mutex_unlock(&registry_lock);
 	return err;

@@ -101,9 +101,20 @@ rw_die(const char *call, const void *addr, const char *fmt, ...);
 RW_HIDDEN struct rw_region *rw_region_next(struct rw_region *prev);
 #define rw_for_each_region(r)                                                  \
 	for ((r) = rw_region_next(NULL); (r); (r) = rw_region_next(r))
-/* Open or close the region table for writing (from backend hooks that run
- * outside create/adopt/fork_child, which already have it open). */
-RW_HIDDEN void rw_table_writable(bool writable);
+
+/* vault.c: memory no store can reach, written with pwrite() into the memfd
+ * mapped read-only over it (the core's table). */
+/* Put [base, base + len) in a new memfd mapped over it; the descriptor goes
+ * to *@fd_field (inside the range) before the copy. 0 or -errno. */
+RW_HIDDEN int rw_vault_create(void *base, size_t len, int *fd_field);
+/* Write @len bytes from @src to @dst inside the vault of @fd at @base, as
+ * whole aligned 8-byte words (no reader sees a word torn). */
+RW_HIDDEN void rw_vault_store(int fd, const void *base, void *dst,
+			      const void *src, size_t len);
+/* Fork child: replace the parent's vault by a private copy, mapped
+ * writable until rw_vault_fork_done(); closes @fd. The new fd or -errno. */
+RW_HIDDEN int rw_vault_fork_copy(int fd, void *base, size_t len);
+RW_HIDDEN int rw_vault_fork_done(void *base, size_t len);
 
 /* copy.c: stores through a writable address. Aligned 1/2/4/8-byte units
  * are single stores, so concurrent readers never see them torn. */
@@ -119,6 +130,10 @@ RW_HIDDEN void *rw_staging_copy(const void *addr, size_t len);
  * @seals applied: an fd or -errno. */
 RW_HIDDEN int rw_memfd_new(const char *name, size_t len, const void *contents,
 			   unsigned seals);
+/* Size @fd to @len bytes, fill it from @contents (NULL: zeroes), add
+ * @seals: 0 or -errno. */
+RW_HIDDEN int rw_memfd_fill(int fd, size_t len, const void *contents,
+			    unsigned seals);
 RW_HIDDEN int rw_memfd_adopt(struct rw_region *r);
 RW_HIDDEN int rw_memfd_create(struct rw_region *r);
 RW_HIDDEN void rw_memfd_destroy(struct rw_region *r);

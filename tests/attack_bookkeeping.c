@@ -129,33 +129,44 @@ ATTACK("7f", window_depth,
 		       "store after rare_write_end");
 }
 
-/* core.c's record of an open map. */
+/* core.c's record of an open map, in its table. */
 struct open_map_copy {
 	uintptr_t start, end, view;
 	unsigned long token;
 };
 
+static struct open_map_copy *open_map_record(const struct rare_write_mapping *m)
+{
+	char *table = attack_lib_sym("table");
+
+	if (!table)
+		attack_report(ATTACK_ERROR, "no symbol 'table' in the library");
+	for (size_t off = 0; off < 256 * 1024; off += sizeof(void *)) {
+		struct open_map_copy *e = (struct open_map_copy *)(table + off);
+
+		if (e->token == m->token && e->start == (uintptr_t)m->target &&
+		    e->end == e->start + m->len)
+			return e;
+	}
+	attack_report(ATTACK_ERROR, "open map not found in the table");
+}
+
 ATTACK("7g", open_maps,
        "rewrite the open-maps list and the mapping handle so `unmap` commits "
        "elsewhere")
 {
-	struct open_map_copy **maps = attack_lib_sym("maps");
-	size_t *nr_maps = attack_lib_sym("nr_maps");
 	struct rare_write_mapping m;
-	struct open_map_copy *e = NULL;
+	struct open_map_copy *e;
 
-	if (!maps || !nr_maps)
-		attack_report(ATTACK_ERROR, "no symbols 'maps', 'nr_maps'");
 	m = rare_write_map(&bvictim[0], sizeof(bvictim[0]));
 	*(uint64_t *)m.addr = ATTACK_MARKER; /* the program's own update */
-	for (size_t i = 0; i < *nr_maps; i++)
-		if ((*maps)[i].token == m.token)
-			e = &(*maps)[i];
-	if (!e)
-		attack_report(ATTACK_ERROR, "open map not found");
+	e = open_map_record(&m);
 	attack_begin();
-	e->start = (uintptr_t)&bvictim[1];
-	e->end = e->start + sizeof(bvictim[1]);
+	/* The record first (each store recovers if it faults), then the
+	 * handle, so that both name the other object. */
+	attack_try_store64(&e->start, (uintptr_t)&bvictim[1]);
+	attack_try_store64(&e->end,
+			   (uintptr_t)&bvictim[1] + sizeof(bvictim[1]));
 	m.target = &bvictim[1];
 	rare_write_unmap(m);
 	attack_verdict(attack_load64(&bvictim[1]) == ATTACK_MARKER,

@@ -19,9 +19,9 @@ const struct attack_expect attack_table[] = {
 	{"5a", {B, B, B, B, B}},     {"5b", {B, B, O, O, B}},
 	{"6a", {B, O, O, O, B}},     {"6b", {B, O, O, O, O}},
 	{"6c", {B, O, O, O, O}},     {"7a", {B, B, B, B, B}},
-	{"7b", {O, O, O, O, O}},     {"7c", {NA, NA, NA, B, NA}},
+	{"7b", {B, B, B, B, B}},     {"7c", {NA, NA, NA, B, NA}},
 	{"7d", {NA, NA, NA, B, NA}}, {"7e", {B, B, B, B, B}},
-	{"7f", {O, NA, NA, O, NA}},  {"7g", {B, O, B, B, O}},
+	{"7f", {B, NA, NA, B, NA}},  {"7g", {B, B, B, B, B}},
 	{"8a", {B, B, B, B, B}},     {"8b", {B, B, B, B, B}},
 	{"8c", {B, B, B, B, B}},     {"9", {B, NA, NA, NA, NA}},
 };

@@ -120,6 +120,28 @@ static bool inode_mapped(unsigned long inode)
 }
 
 /* The control socket: the one AF_UNIX SOCK_SEQPACKET descriptor. */
+/* The inode of the memfd called @name among our descriptors, or 0. */
+static unsigned long memfd_inode(const char *name)
+{
+	char path[64], link[256], want[64];
+
+	snprintf(want, sizeof(want), "/memfd:%s ", name);
+	for (int fd = 0; fd < 1024; fd++) {
+		struct stat st;
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 2);
+		if (n < 0)
+			continue;
+		link[n] = ' ';
+		link[n + 1] = 0;
+		if (strstr(link, want) && !fstat(fd, &st))
+			return st.st_ino;
+	}
+	return 0;
+}
+
 static int find_ctl_socket(void)
 {
 	for (int fd = 3; fd < 1024; fd++) {
@@ -374,7 +396,7 @@ TEST(process_fork_child_has_own_copy_and_helper, EXPECT_PASS)
 
 struct parent_channels {
 	struct ring_info ring;
-	unsigned long sock_inode;
+	unsigned long sock_inode, table_inode;
 	pid_t helper, parent;
 };
 
@@ -428,8 +450,14 @@ static void fork_attacker(void *arg)
 		if (n < 0)
 			continue;
 		link[n] = 0;
+		/* The child's own copy of the library's table is its own:
+		 * never the parent's. */
+		if (strstr(link, "/memfd:rarewrite-table") &&
+		    !stat(path, &st) && st.st_ino == pc->table_inode)
+			_exit(29);
 		if (strstr(link, "/memfd:rarewrite") &&
-		    !strstr(link, "rarewrite-ring"))
+		    !strstr(link, "rarewrite-ring") &&
+		    !strstr(link, "rarewrite-table"))
 			_exit(22);
 		if (!stat(path, &st) && S_ISSOCK(st.st_mode) &&
 		    st.st_ino == pc->sock_inode)
@@ -485,6 +513,8 @@ TEST(process_fork_child_cannot_reach_parent_helper, EXPECT_PASS)
 	CHECK(pc.ring.ring && pc.helper > 0 && sock >= 0);
 	CHECK(!fstat(sock, &st));
 	pc.sock_inode = st.st_ino;
+	pc.table_inode = memfd_inode("rarewrite-table");
+	CHECK(pc.table_inode);
 	status = run_in_child(fork_attacker, &pc);
 	if (status != CHILD_OK)
 		fprintf(stderr, "attacker status %#x\n", status);

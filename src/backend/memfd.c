@@ -40,32 +40,39 @@ void rw_memfd_write_unlock(void)
 	pthread_rwlock_unlock(&write_lock);
 }
 
-int rw_memfd_new(const char *name, size_t len, const void *contents,
-		 unsigned seals)
+int rw_memfd_fill(int fd, size_t len, const void *contents, unsigned seals)
 {
-	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	size_t done = 0;
-	int err;
 
-	if (fd < 0)
-		return -errno;
 	if (ftruncate(fd, (off_t)len))
-		goto fail;
+		return -errno;
 	while (contents && done < len) {
 		ssize_t n = pwrite(fd, (const char *)contents + done,
 				   len - done, (off_t)done);
 
 		if (n <= 0)
-			goto fail;
+			return n < 0 ? -errno : -EIO;
 		done += (size_t)n;
 	}
 	if (fcntl(fd, F_ADD_SEALS, seals))
-		goto fail;
+		return -errno;
+	return 0;
+}
+
+int rw_memfd_new(const char *name, size_t len, const void *contents,
+		 unsigned seals)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	int err;
+
+	if (fd < 0)
+		return -errno;
+	err = rw_memfd_fill(fd, len, contents, seals);
+	if (err) {
+		close(fd);
+		return err;
+	}
 	return fd;
-fail:
-	err = errno ? -errno : -EIO;
-	close(fd);
-	return err;
 }
 
 /* Nobody may shrink the file under the view (that would SIGBUS), nor

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+/*
+ * vault.c - the library's own state, kept where no store can reach it.
+ *
+ * The core's table (regions, open maps, nested windows) is a memfd mapped
+ * read-only over the table's own pages, and written only with pwrite(2)
+ * into that memfd: the kernel copies through its own mapping, so no
+ * writable mapping of the table ever exists in the process, not even for
+ * one store, and no other thread can race a write into it (attack 7b).
+ *
+ * pwrite() copies fewer than 8 bytes one byte at a time, so a store of a
+ * field that lock-free readers load is widened to the aligned 8-byte words
+ * holding it, the rest re-written with its current contents. Callers of a
+ * word keep it under one lock (fields written under different locks never
+ * share a word).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Map @fd over [base, base + len): read-only, or writable for the
+ * single-threaded fork child. */
+static int vault_map(int fd, void *base, size_t len, int prot)
+{
+	if (mmap(base, len, prot, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+		return -errno;
+	return 0;
+}
+
+int rw_vault_create(void *base, size_t len, int *fd_field)
+{
+	int fd = memfd_create("rarewrite-table",
+			      MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	int err;
+
+	if (fd < 0)
+		return -errno;
+	*fd_field = fd; /* inside [base, base + len): copied below */
+	err = rw_memfd_fill(fd, len, base,
+			    F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+	if (!err)
+		err = vault_map(fd, base, len, PROT_READ);
+	if (err) {
+		*fd_field = -1;
+		close(fd);
+	}
+	return err;
+}
+
+void rw_vault_store(int fd, const void *base, void *dst, const void *src,
+		    size_t len)
+{
+	uintptr_t first = (uintptr_t)dst & ~(uintptr_t)7;
+	uintptr_t last = ((uintptr_t)dst + len + 7) & ~(uintptr_t)7;
+	unsigned char buf[512];
+	size_t off = 0, span = last - first;
+
+	if (!len)
+		return;
+	if (span > sizeof(buf)) { /* large records: no lock-free reader */
+		first = (uintptr_t)dst;
+		span = len;
+	} else {
+		memcpy(buf, (const void *)first, span);
+		memcpy(buf + ((uintptr_t)dst - first), src, len);
+		src = buf;
+	}
+	while (off < span) {
+		ssize_t n = pwrite(fd, (const char *)src + off, span - off,
+				   (off_t)(first - (uintptr_t)base + off));
+
+		if (n <= 0)
+			rw_die("rare_write", dst,
+			       "cannot write the library's table: %s",
+			       n < 0 ? strerror(errno) : "short write");
+		off += (size_t)n;
+	}
+}
+
+int rw_vault_fork_copy(int fd, void *base, size_t len)
+{
+	int copy = rw_memfd_new("rarewrite-table", len, base,
+				F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+	int err;
+
+	if (copy < 0)
+		return copy;
+	err = vault_map(copy, base, len, PROT_READ | PROT_WRITE);
+	if (err) {
+		close(copy);
+		return err;
+	}
+	close(fd);
+	return copy;
+}
+
+int rw_vault_fork_done(void *base, size_t len)
+{
+	return mprotect(base, len, PROT_READ) ? -errno : 0;
+}
