@@ -18,11 +18,12 @@ const struct attack_expect attack_table[] = {
 	{"3", {B, B, B, B, B}},	     {"4", {B, B, B, B, B}},
 	{"5a", {B, B, B, B, B}},     {"5b", {B, B, O, O, B}},
 	{"6a", {B, O, O, O, B}},     {"6b", {B, O, O, O, O}},
-	{"6c", {B, O, O, O, O}},     {"7a", {B, B, B, B, B}},
-	{"7b", {B, B, B, B, B}},     {"7c", {NA, NA, NA, B, NA}},
-	{"7d", {NA, NA, NA, B, NA}}, {"7e", {B, B, B, B, B}},
-	{"7f", {B, NA, NA, B, NA}},  {"7g", {B, B, B, B, B}},
-	{"8a", {B, B, B, B, B}},     {"8b", {B, B, B, B, B}},
-	{"8c", {B, B, B, B, B}},     {"9", {B, NA, NA, NA, NA}},
+	{"6c", {B, O, O, O, O}},     {"6d", {B, O, O, B, B}},
+	{"7a", {B, B, B, B, B}},     {"7b", {B, B, B, B, B}},
+	{"7c", {NA, NA, NA, B, NA}}, {"7d", {NA, NA, NA, B, NA}},
+	{"7e", {B, B, B, B, B}},     {"7f", {B, NA, NA, B, NA}},
+	{"7g", {B, B, B, B, B}},     {"8a", {B, B, B, B, B}},
+	{"8b", {B, B, B, B, B}},     {"8c", {B, B, B, B, B}},
+	{"9", {B, NA, NA, NA, NA}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
