@@ -11,6 +11,16 @@
  * neither at rest nor during a window, so it cannot keep a window from
  * closing (Chromium's ProtectedMemory keeps its count read-only at rest
  * only). Signals are blocked on the writing thread while its window is open.
+ *
+ * Each region is an anonymous mapping of its own (a section's pages are
+ * moved out of the program's file-backed data mapping), cut into pieces
+ * that cannot merge with their neighbours: every other piece carries
+ * VM_NOHUGEPAGE (harmless: a piece is too small for a huge page anyway).
+ * A single write flips whole pieces, so mprotect() never splits a mapping
+ * and never merges one back, which is most of its cost inside a larger
+ * mapping. A piece is one page, or for regions of more than PIECES_MAX
+ * pages the smallest run of pages that keeps them to PIECES_MAX mappings
+ * (the process has about 65,000).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -85,9 +95,45 @@ static int mprotect_setup(void)
 	return 0;
 }
 
+#define PIECES_MAX 1024
+
+/* Cut @r into unmergeable pieces; r->priv is the piece size. */
+static void cut(struct rw_region *r)
+{
+	size_t pages = r->len / rw_page_size;
+	size_t piece = (pages + PIECES_MAX - 1) / PIECES_MAX * rw_page_size;
+
+	r->priv = piece;
+	for (size_t off = piece; off < r->len; off += 2 * piece) {
+		size_t len = r->len - off < piece ? r->len - off : piece;
+
+		/* Without THP support this fails: the pieces then merge,
+		 * and flips only cost more. */
+		if (madvise((void *)(r->start + off), len, MADV_NOHUGEPAGE))
+			break;
+	}
+}
+
+/* The section's contents move to an anonymous mapping of their own, put in
+ * place in one mremap() (readers never fault). */
 static int mprotect_adopt(struct rw_region *r)
 {
-	return mprotect((void *)r->start, r->len, PROT_READ) ? -errno : 0;
+	void *p = mmap(NULL, r->len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int err;
+
+	if (p == MAP_FAILED)
+		return -errno;
+	memcpy(p, (void *)r->start, r->len);
+	if (mprotect(p, r->len, PROT_READ) ||
+	    mremap(p, r->len, r->len, MREMAP_MAYMOVE | MREMAP_FIXED,
+		   (void *)r->start) == MAP_FAILED) {
+		err = -errno;
+		munmap(p, r->len);
+		return err;
+	}
+	cut(r);
+	return 0;
 }
 
 static int mprotect_create(struct rw_region *r)
@@ -98,6 +144,7 @@ static int mprotect_create(struct rw_region *r)
 	if (p == MAP_FAILED)
 		return -errno;
 	r->start = (uintptr_t)p;
+	cut(r);
 	return 0;
 }
 
@@ -106,13 +153,18 @@ static void mprotect_destroy(struct rw_region *r)
 	munmap((void *)r->start, r->len);
 }
 
+/* The whole pieces that hold the segment. */
 static void page_span(const struct rw_seg *s, uintptr_t *start, size_t *len)
 {
-	uintptr_t first = (uintptr_t)s->dst & ~(rw_page_size - 1);
-	uintptr_t last = ((uintptr_t)s->dst + s->len + rw_page_size - 1) &
-			 ~(rw_page_size - 1);
+	const struct rw_region *r = s->region;
+	size_t piece = r->priv ? r->priv : rw_page_size;
+	uintptr_t first = ((uintptr_t)s->dst - r->start) / piece * piece;
+	uintptr_t last = ((uintptr_t)s->dst - r->start + s->len + piece - 1) /
+			 piece * piece;
 
-	*start = first;
+	if (last > r->len)
+		last = r->len;
+	*start = r->start + first;
 	*len = last - first;
 }
 
