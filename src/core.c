@@ -476,9 +476,36 @@ static int backend_use(const struct rw_backend *b)
 		if (table.used[i] == b)
 			return 0;
 	err = b->setup();
-	if (!err)
+	if (!err) {
 		TABLE_SET(table.used[i], b);
+		if (table.initialised) /* a pool's level: its signal hooks */
+			rw_signal_activate();
+	}
 	return err;
+}
+
+bool rw_backends_fault(void *siginfo, void *ucontext)
+{
+	for (unsigned i = 0; i < RW_MAX_BACKENDS && table.used[i]; i++)
+		if (table.used[i]->fault &&
+		    table.used[i]->fault(siginfo, ucontext))
+			return true;
+	return false;
+}
+
+void rw_backends_signal_enter(void)
+{
+	for (unsigned i = 0; i < RW_MAX_BACKENDS && table.used[i]; i++)
+		if (table.used[i]->signal_enter)
+			table.used[i]->signal_enter();
+}
+
+bool rw_backends_wrap_signals(void)
+{
+	for (unsigned i = 0; i < RW_MAX_BACKENDS && table.used[i]; i++)
+		if (table.used[i]->signal_enter)
+			return true;
+	return false;
 }
 
 /*
@@ -593,8 +620,10 @@ void rare_write_register_section_(void *start, void *stop)
 		filled.protected_ = true;
 	}
 	region_commit(r, &filled, RW_REGION_SECTION);
-	if (table.initialised)
+	if (table.initialised) {
 		rw_section_check_copies(); /* no copy relocation out of it */
+		rw_symbolize_prepare();	   /* its symbols for fault reports */
+	}
 	pthread_mutex_unlock(&registry_lock);
 }
 
@@ -777,6 +806,7 @@ int rare_write_init(void)
 	if (err)
 		rw_die("rare_write_init", &table,
 		       "cannot protect the region table: %s", strerror(-err));
+	rw_signal_activate(); /* report stray stores from now on */
 out:
 	pthread_mutex_unlock(&registry_lock);
 	return err;

@@ -84,6 +84,15 @@ struct rw_backend {
 	void (*fork_prepare)(void);
 	void (*fork_parent)(void);
 	void (*fork_child)(void);
+
+	/* Signals (signal.c), both optional and async-signal-safe. fault:
+	 * a SIGSEGV the backend repairs itself (pkey: a read by a thread or
+	 * handler whose PKRU denies it); true when the access may be
+	 * retried. signal_enter: runs first in every handler the program
+	 * installed, to give it read (never write) access to protected
+	 * data. */
+	bool (*fault)(void *siginfo, void *ucontext);
+	void (*signal_enter)(void);
 };
 
 /* Backends, one file each under backend/. */
@@ -167,5 +176,34 @@ RW_HIDDEN bool rw_initialised(void);
  * a shared library's registered __wr_rare section (the live variable would
  * sit in the program's writable .bss). A no-op in static programs. */
 RW_HIDDEN void rw_section_check_copies(void);
+
+/* A bounded line built without snprintf (async-signal-safe). */
+struct rw_buf {
+	size_t len;
+	char s[512];
+};
+RW_HIDDEN void rw_buf_puts(struct rw_buf *b, const char *s);
+RW_HIDDEN void rw_buf_hex(struct rw_buf *b, uintptr_t v);
+
+/* symbolize.c: list the loaded objects (safe context, before faults). */
+RW_HIDDEN void rw_symbolize_prepare(void);
+/* Async-signal-safe: append "symbol+0xOFF" for @addr to @b and return
+ * true, or append nothing and return false; @file gets the base name of
+ * the object holding @addr ("" if none). */
+RW_HIDDEN bool rw_symbolize(struct rw_buf *b, uintptr_t addr, char *file,
+			    size_t file_len);
+
+/* fault.c: if the SIGSEGV described by @siginfo/@ucontext is a store to
+ * protected memory, print the one-line report and return true. */
+RW_HIDDEN bool rw_fault_report(void *siginfo, void *ucontext);
+
+/* signal.c: keep the library's SIGSEGV handler first from now on, and on
+ * backends with signal_enter, wrap every handler of the program. Called
+ * with the registry lock held, after init and after each backend setup. */
+RW_HIDDEN void rw_signal_activate(void);
+/* Run the fault/signal_enter hooks of every backend in use. */
+RW_HIDDEN bool rw_backends_fault(void *siginfo, void *ucontext);
+RW_HIDDEN void rw_backends_signal_enter(void);
+RW_HIDDEN bool rw_backends_wrap_signals(void);
 
 #endif /* RAREWRITE_INTERNAL_H */

@@ -21,11 +21,14 @@
  *    before the program can have started threads, with write disabled, so
  *    every later thread inherits "read yes, write no". For threads that
  *    existed anyway (a library loaded by dlopen), and for signal handlers,
- *    which start with init_pkru, a SIGSEGV handler repairs read access: a
- *    protection-key fault on one of our keys whose saved PKRU denies access
- *    gets "read yes, write no" for that key in the signal frame, and the
- *    load is retried. Write access is never granted there. Other faults go
- *    to the handler that was installed before rare_write_init().
+ *    which start with init_pkru, the library's SIGSEGV handler (signal.c)
+ *    asks pkey_fault() first, which repairs read access: a protection-key
+ *    fault on one of our keys whose saved PKRU denies access gets "read
+ *    yes, write no" for that key in the signal frame, and the load is
+ *    retried. Write access is never granted there. Every handler the
+ *    program installs, for any signal, before or after init, starts with
+ *    pkey_signal_enter() (signal.c wraps them), so it reads protected data
+ *    without a repair fault.
  *  - A thread created inside an open window would inherit write access:
  *    pthread_create() is interposed so the new thread write-disables every
  *    key before it runs its start routine.
@@ -95,7 +98,6 @@ struct pkey_state {
 	uint32_t ours;		       /* BITS() of every key above */
 	unsigned pkru_offset;	       /* of PKRU in the XSAVE signal frame */
 	bool seal;		       /* mseal(2) works here */
-	struct sigaction old_segv;     /* chained for faults not ours */
 } __attribute__((aligned(4096)));
 /* A hidden global, not a static, so that the gate's asm can name it. */
 RW_HIDDEN struct pkey_state rw_pkey_state = {
@@ -302,46 +304,41 @@ static bool key_is_ours(int k)
 	return k > 0 && k < NR_PKEYS && (rw_pkey_state.ours & BITS(k));
 }
 
-static void segv_handler(int sig, siginfo_t *si, void *ctx)
+/* A read of our data by a thread or handler whose PKRU denies it. */
+static bool pkey_fault(void *siginfo, void *ctx)
 {
-	const struct sigaction *old = &rw_pkey_state.old_segv;
+	const siginfo_t *si = siginfo;
+	uint32_t *pkru;
+	int k;
 
-	if (si->si_code == SEGV_PKUERR && key_is_ours((int)si->si_pkey)) {
-		uint32_t *pkru = frame_pkru(ctx);
-		int k = (int)si->si_pkey;
-
-		/* Access disabled: a thread that predates the key, or a
-		 * signal handler. Allow reads (never writes), retry. */
-		if (pkru && (*pkru & AD(k))) {
-			*pkru = (*pkru & ~BITS(k)) | WD(k);
-			return;
-		}
+	if (si->si_code != SEGV_PKUERR || !key_is_ours((int)si->si_pkey))
+		return false;
+	pkru = frame_pkru(ctx);
+	k = (int)si->si_pkey;
+	/* Access disabled: a thread that predates the key, or a signal
+	 * handler. Allow reads (never writes), retry. */
+	if (pkru && (*pkru & AD(k))) {
+		*pkru = (*pkru & ~BITS(k)) | WD(k);
+		return true;
 	}
-	/* Not ours to repair. A chained handler may read protected data,
-	 * never write it (the same hardened loop as the gate). */
+	return false;
+}
+
+/*
+ * Every handler of the program starts here (signal.c): it may read
+ * protected data, never write it (the same hardened loop as the gate).
+ */
+static void pkey_signal_enter(void)
+{
+	if (!rw_pkey_state.active)
+		return;
 	do
 		wrpkru((rdpkru() & ~ours()) | WD_OF(ours()));
 	while (!closed_except(rdpkru(), 0));
-	if (old->sa_flags & SA_SIGINFO) {
-		if (old->sa_sigaction) {
-			old->sa_sigaction(sig, si, ctx);
-			return;
-		}
-	} else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
-		old->sa_handler(sig);
-		return;
-	}
-	/* Default action: a fault recurs on return and kills the process. */
-	signal(sig, SIG_DFL);
-	if (si->si_code <= 0)
-		raise(sig);
 }
 
 static int pkey_setup(void)
 {
-	struct sigaction sa = {.sa_sigaction = segv_handler,
-			       .sa_flags =
-				       SA_SIGINFO | SA_ONSTACK | SA_RESTART};
 	unsigned a, b, c, d;
 
 	if (!cpu_has_pku())
@@ -359,16 +356,12 @@ static int pkey_setup(void)
 	rw_pkey_state.pkru_offset = a >= 4 ? b : 0;
 	(void)c;
 	(void)d;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGSEGV, &sa, &rw_pkey_state.old_segv))
-		return -errno;
 	/* mseal(addr, 0, 0) succeeds where the system call exists. */
 	rw_pkey_state.seal = seal(&rw_pkey_state, 0) == 0;
 	rw_pkey_state.active = true;
 	if (mprotect(&rw_pkey_state, sizeof(rw_pkey_state), PROT_READ)) {
 		int err = -errno;
 
-		sigaction(SIGSEGV, &rw_pkey_state.old_segv, NULL);
 		rw_pkey_state.active = false;
 		return err;
 	}
@@ -573,4 +566,6 @@ const struct rw_backend rw_backend_pkey = {
 	.end = pkey_end,
 	.map = pkey_map,
 	.unmap = pkey_unmap,
+	.fault = pkey_fault,
+	.signal_enter = pkey_signal_enter,
 };

@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: MIT
+/*
+ * symbolize.c - name an address as "symbol+0xOFF in file", from a signal
+ * handler.
+ *
+ * The fault reporter (fault.c) runs inside a SIGSEGV handler, where malloc,
+ * stdio and the dynamic linker's locks are off limits. So the loaded
+ * objects are listed beforehand, in a safe context (rw_symbolize_prepare(),
+ * at init and whenever a section registers later), and the handler itself
+ * uses only system calls: it opens the object's file, maps it read-only and
+ * searches its section headers for .symtab (static symbols included, where
+ * the file is not stripped) and .dynsym. An object loaded after the last
+ * preparation is found in /proc/self/maps.
+ *
+ * The list is needed, not only /proc/self/maps: backends built on a memfd
+ * replace the pages of a __wr_rare section, so its addresses no longer map
+ * the object's file.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define RW_MAX_OBJECTS 128
+#define RW_PATH_MAX 256
+
+struct object {
+	uintptr_t bias, lo, hi; /* load bias; [lo, hi) covers its PT_LOADs */
+	char path[RW_PATH_MAX];
+};
+
+static struct object objects[RW_MAX_OBJECTS];
+static unsigned nr_objects; /* published with release */
+static pthread_mutex_t objects_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int note_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned *index = arg;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	const char *path = info->dlpi_name;
+	struct object *o;
+
+	(void)size;
+	if ((*index)++ == 0)
+		path = "/proc/self/exe"; /* the program: its name is "" */
+	if (!path || path[0] != '/')
+		return 0; /* the vDSO has no file */
+	for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+
+		if (p->p_type != PT_LOAD)
+			continue;
+		if (info->dlpi_addr + p->p_vaddr < lo)
+			lo = info->dlpi_addr + p->p_vaddr;
+		if (info->dlpi_addr + p->p_vaddr + p->p_memsz > hi)
+			hi = info->dlpi_addr + p->p_vaddr + p->p_memsz;
+	}
+	if (lo >= hi)
+		return 0;
+	for (unsigned i = 0; i < nr_objects; i++)
+		if (objects[i].lo == lo && objects[i].hi == hi &&
+		    !strcmp(objects[i].path, path))
+			return 0;
+	if (nr_objects == RW_MAX_OBJECTS)
+		return 1;
+	o = &objects[nr_objects];
+	o->bias = info->dlpi_addr;
+	o->lo = lo;
+	o->hi = hi;
+	strncpy(o->path, path, sizeof(o->path) - 1);
+	o->path[sizeof(o->path) - 1] = 0;
+	__atomic_store_n(&nr_objects, nr_objects + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void rw_symbolize_prepare(void)
+{
+	unsigned index = 0;
+
+	pthread_mutex_lock(&objects_lock);
+	dl_iterate_phdr(note_object, &index);
+	pthread_mutex_unlock(&objects_lock);
+}
+
+/* --- async-signal-safe from here on ------------------------------------ */
+
+/* A read-only mapping of a whole file. */
+struct file_map {
+	const unsigned char *p;
+	size_t len;
+};
+
+static bool map_file(const char *path, struct file_map *f)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	void *p;
+
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(ElfW(Ehdr))) {
+		close(fd);
+		return false;
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return false;
+	f->p = p;
+	f->len = (size_t)st.st_size;
+	if (memcmp(f->p, ELFMAG, SELFMAG) ||
+	    f->p[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)) {
+		munmap(p, f->len);
+		return false;
+	}
+	return true;
+}
+
+/* [off, off + n * size) inside the file, without overflow. */
+static bool in_file(const struct file_map *f, uint64_t off, uint64_t n,
+		    uint64_t size)
+{
+	return off <= f->len && (!size || n <= (f->len - off) / size);
+}
+
+/* The load bias of the file whose page at file offset @off is mapped at
+ * @at: from the program headers, as the loader placed the PT_LOADs. */
+static bool bias_from_phdrs(const struct file_map *f, uintptr_t at,
+			    uint64_t off, uintptr_t *bias)
+{
+	const ElfW(Ehdr) *eh = (const void *)f->p;
+
+	if (eh->e_phentsize != sizeof(ElfW(Phdr)) ||
+	    !in_file(f, eh->e_phoff, eh->e_phnum, sizeof(ElfW(Phdr))))
+		return false;
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		const ElfW(Phdr) *p =
+			(const void *)(f->p + eh->e_phoff + i * sizeof(*p));
+		uint64_t pg = rw_page_size;
+
+		if (p->p_type == PT_LOAD && (p->p_offset & ~(pg - 1)) == off) {
+			*bias = at - (uintptr_t)(p->p_vaddr & ~(pg - 1));
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The best symbol of @f holding the link-time address @v, by name into
+ * @name and its offset; false if none holds it. */
+static bool find_symbol(const struct file_map *f, uintptr_t v, char *name,
+			size_t name_len, uintptr_t *off)
+{
+	const ElfW(Ehdr) *eh = (const void *)f->p;
+	bool found = false;
+
+	if (eh->e_shentsize != sizeof(ElfW(Shdr)) ||
+	    !in_file(f, eh->e_shoff, eh->e_shnum, sizeof(ElfW(Shdr))))
+		return false;
+	const ElfW(Shdr) *sh = (const void *)(f->p + eh->e_shoff);
+
+	/* .symtab first: it has the static symbols; .dynsym otherwise. */
+	for (int pass = 0; pass < 2 && !found; pass++) {
+		for (unsigned i = 0; i < eh->e_shnum && !found; i++) {
+			const ElfW(Shdr) *s = &sh[i], *strs;
+			unsigned want = pass ? SHT_DYNSYM : SHT_SYMTAB;
+
+			if (s->sh_type != want || s->sh_link >= eh->e_shnum ||
+			    s->sh_entsize != sizeof(ElfW(Sym)) ||
+			    !in_file(f, s->sh_offset, 1, s->sh_size))
+				continue;
+			strs = &sh[s->sh_link];
+			if (!in_file(f, strs->sh_offset, 1, strs->sh_size))
+				continue;
+			for (uint64_t j = 0; j < s->sh_size / sizeof(ElfW(Sym));
+			     j++) {
+				const ElfW(Sym) *sym =
+					(const void *)(f->p + s->sh_offset +
+						       j * sizeof(*sym));
+				unsigned type = ELF64_ST_TYPE(sym->st_info);
+				const char *nm;
+				size_t k;
+
+				if ((type != STT_OBJECT && type != STT_FUNC) ||
+				    sym->st_shndx == SHN_UNDEF ||
+				    v < sym->st_value ||
+				    v - sym->st_value >= sym->st_size ||
+				    sym->st_name >= strs->sh_size)
+					continue;
+				nm = (const char *)f->p + strs->sh_offset +
+				     sym->st_name;
+				for (k = 0;
+				     k + 1 < name_len &&
+				     sym->st_name + k < strs->sh_size && nm[k];
+				     k++)
+					name[k] = nm[k];
+				name[k] = 0;
+				*off = v - sym->st_value;
+				found = k > 0;
+				break;
+			}
+		}
+	}
+	return found;
+}
+
+/* Parse a hex number at *s, advancing it. */
+static uintptr_t hex_at(const char **s)
+{
+	uintptr_t v = 0;
+
+	for (;; (*s)++) {
+		char c = **s;
+
+		if (c >= '0' && c <= '9')
+			v = v * 16 + (uintptr_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v * 16 + (uintptr_t)(c - 'a' + 10);
+		else
+			return v;
+	}
+}
+
+/* One line of /proc/self/maps: "lo-hi perms offset dev inode   path". */
+static bool maps_line(const char *line, uintptr_t addr, char *path,
+		      size_t path_len, uintptr_t *lo, uint64_t *off)
+{
+	const char *s = line;
+	uintptr_t hi;
+	size_t k = 0;
+
+	*lo = hex_at(&s);
+	if (*s++ != '-')
+		return false;
+	hi = hex_at(&s);
+	if (addr < *lo || addr >= hi)
+		return false;
+	while (*s && *s != ' ')
+		s++; /* perms */
+	while (*s == ' ')
+		s++;
+	*off = hex_at(&s);
+	for (int field = 0; field < 2; field++) { /* dev, inode */
+		while (*s == ' ')
+			s++;
+		while (*s && *s != ' ')
+			s++;
+	}
+	while (*s == ' ')
+		s++;
+	if (*s != '/')
+		return false;
+	while (s[k] && s[k] != '\n' && k + 1 < path_len) {
+		path[k] = s[k];
+		k++;
+	}
+	path[k] = 0;
+	return true;
+}
+
+/* The file mapping that holds @addr, from /proc/self/maps. */
+static bool maps_lookup(uintptr_t addr, char *path, size_t path_len,
+			uintptr_t *lo, uint64_t *off)
+{
+	char buf[4096], line[RW_PATH_MAX + 128];
+	size_t used = 0;
+	bool found = false;
+	ssize_t n;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	while (!found && (n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n && !found; i++) {
+			if (buf[i] != '\n') {
+				if (used + 1 < sizeof(line))
+					line[used++] = buf[i];
+				continue;
+			}
+			line[used] = 0;
+			used = 0;
+			found = maps_line(line, addr, path, path_len, lo, off);
+		}
+	}
+	close(fd);
+	return found;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = path;
+
+	for (const char *s = path; *s; s++)
+		if (*s == '/')
+			b = s + 1;
+	return b;
+}
+
+/* Append to a bounded buffer; snprintf is not async-signal-safe. */
+void rw_buf_puts(struct rw_buf *b, const char *s)
+{
+	while (*s && b->len + 1 < sizeof(b->s))
+		b->s[b->len++] = *s++;
+	b->s[b->len] = 0;
+}
+
+void rw_buf_hex(struct rw_buf *b, uintptr_t v)
+{
+	char tmp[2 + 2 * sizeof(v) + 1];
+	int i = (int)sizeof(tmp) - 1;
+
+	tmp[i] = 0;
+	do
+		tmp[--i] = "0123456789abcdef"[v & 15];
+	while (v >>= 4);
+	tmp[--i] = 'x';
+	tmp[--i] = '0';
+	rw_buf_puts(b, &tmp[i]);
+}
+
+bool rw_symbolize(struct rw_buf *b, uintptr_t addr, char *file, size_t file_len)
+{
+	char path[RW_PATH_MAX], name[128];
+	unsigned nr = __atomic_load_n(&nr_objects, __ATOMIC_ACQUIRE);
+	uintptr_t bias = 0, lo = 0, off = 0;
+	uint64_t file_off = 0;
+	struct file_map f;
+	bool have_bias = false, found;
+	ssize_t n;
+
+	path[0] = 0;
+	file[0] = 0;
+	for (unsigned i = 0; i < nr; i++)
+		if (addr >= objects[i].lo && addr < objects[i].hi) {
+			memcpy(path, objects[i].path, sizeof(path));
+			bias = objects[i].bias;
+			have_bias = true;
+			break;
+		}
+	if (!path[0] && !maps_lookup(addr, path, sizeof(path), &lo, &file_off))
+		return false;
+	if (!map_file(path, &f))
+		return false;
+	if (!have_bias)
+		have_bias = bias_from_phdrs(&f, lo, file_off, &bias);
+	found = have_bias &&
+		find_symbol(&f, addr - bias, name, sizeof(name), &off);
+	munmap((void *)f.p, f.len);
+	if (!strcmp(path, "/proc/self/exe") &&
+	    (n = readlink("/proc/self/exe", path, sizeof(path) - 1)) > 0)
+		path[n] = 0;
+	strncpy(file, base_name(path), file_len - 1);
+	file[file_len - 1] = 0;
+	if (found) {
+		rw_buf_puts(b, name);
+		rw_buf_puts(b, "+");
+		rw_buf_hex(b, off);
+	}
+	return found;
+}
