@@ -8,6 +8,7 @@
  * before or after rare_write_init(), with sigaction() or signal().
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -64,6 +65,12 @@ static void check_report(const char *msg, const void *addr, const char *object,
 {
 	char want[128];
 
+	char obj[128];
+
+	/* The object is named with the base name of the file holding it:
+	 * "run" here, "run-static" in the VM. */
+	snprintf(obj, sizeof(obj), object, program_invocation_short_name);
+	object = obj;
 	if (strncmp(msg, prefix, strlen(prefix)) || !strstr(msg, object) ||
 	    !strstr(msg, pc))
 		fprintf(stderr, "report: '%s' (want %s, %s)\n", msg, object,
@@ -86,7 +93,7 @@ TEST(fault_report_names_section_object_and_pc, EXPECT_PASS)
 	init();
 	status = run_captured(fault_store_fn, NULL, msg, sizeof(msg));
 	CHECK(child_killed_by(status) == SIGSEGV);
-	check_report(msg, &fault_target.b, "(fault_target+0x8 in run) by pc ",
+	check_report(msg, &fault_target.b, "(fault_target+0x8 in %s) by pc ",
 		     "by pc fault_store_fn+0x");
 }
 
@@ -223,7 +230,7 @@ TEST(fault_returning_handler_still_dies, EXPECT_PASS)
 	CHECK(signal(SIGSEGV, returning_handler) != SIG_ERR);
 	status = run_captured(fault_store_fn, NULL, msg, sizeof(msg));
 	CHECK(child_killed_by(status) == SIGSEGV);
-	check_report(msg, &fault_target.b, "(fault_target+0x8 in run)",
+	check_report(msg, &fault_target.b, "(fault_target+0x8 in %s)",
 		     "by pc fault_store_fn+0x");
 }
 
@@ -251,7 +258,7 @@ TEST(fault_sigaction_reports_program_action, EXPECT_PASS)
 	expect_segv(store_long, foreign_page());
 	CHECK(child_killed_by(run_captured(fault_store_fn, NULL, msg,
 					   sizeof(msg))) == SIGSEGV);
-	check_report(msg, &fault_target.b, "(fault_target+0x8 in run)",
+	check_report(msg, &fault_target.b, "(fault_target+0x8 in %s)",
 		     "by pc fault_store_fn+0x");
 }
 
