@@ -183,7 +183,8 @@ RAREWRITE_API struct rare_pool *rare_pool_create(size_t capacity);
  * section always stays on the process-wide backend. A backend is set up on
  * the first pool that names it. Besides the errors of rare_pool_create(),
  * returns NULL with errno EINVAL for an unknown name and ENOTSUP for a
- * backend this machine lacks (never a silent substitute).
+ * backend this machine lacks (never a silent substitute), and EINVAL for
+ * unknown @flags.
  *
  * rare_write_caps() and rare_write_begin()/rare_write_end() are those of
  * the process-wide backend: a window lets the calling thread store directly
@@ -193,7 +194,23 @@ RAREWRITE_API struct rare_pool *rare_pool_create(size_t capacity);
  */
 struct rare_pool_opts {
 	const char *backend; /* NULL: the process-wide backend */
+	unsigned flags;	     /* RARE_POOL_* */
 };
+
+/*
+ * RARE_POOL_SEAL: seal the pool's read-only view with mseal(2) (where the
+ * kernel has it, 6.10+) on the backends whose views never change: pwrite,
+ * shadow and process. mprotect() (to writable, or pkey_mprotect()),
+ * munmap() and mremap() of the view then fail with EPERM. The price:
+ * rare_pool_destroy() cannot unmap a sealed view. It zeroes the pool,
+ * gives its memory back (pwrite, shadow) or lets the helper forget it
+ * (process), and removes it from the library; the address range stays
+ * reserved, read-only, until the process exits. So seal pools that live
+ * as long as the program. Ignored by pkey (its pools are not sealed) and
+ * mprotect (whose mechanism is re-protecting the pages). fork() still gives
+ * the child a private copy of a sealed pool.
+ */
+#define RARE_POOL_SEAL 1u
 RAREWRITE_API struct rare_pool *
 rare_pool_create_with(size_t capacity, const struct rare_pool_opts *opts);
 RAREWRITE_API void *rare_alloc(struct rare_pool *pool, size_t size);

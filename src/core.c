@@ -527,7 +527,7 @@ static void region_commit(struct rw_region *r, const struct rw_region *filled,
 }
 
 struct rw_region *rw_region_create(size_t len, size_t meta_len,
-				   const struct rw_backend *b)
+				   const struct rw_backend *b, bool seal)
 {
 	struct rw_region *r, filled;
 	int err;
@@ -546,8 +546,11 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 		err = -ENOMEM;
 		goto out;
 	}
-	filled = (struct rw_region){
-		.kind = RW_REGION_FREE, .len = len, .backend = b, .fd = -1};
+	filled = (struct rw_region){.kind = RW_REGION_FREE,
+				    .len = len,
+				    .backend = b,
+				    .fd = -1,
+				    .seal = seal};
 	err = b->create(&filled);
 	if (err)
 		goto out;
@@ -608,7 +611,8 @@ void rare_write_register_section_(void *start, void *stop)
 		.start = (uintptr_t)start,
 		.len = (size_t)((char *)stop - (char *)start),
 		.user_start = (uintptr_t)start,
-		.fd = -1};
+		.fd = -1,
+		.seal = true};
 	/* A library loaded after init is sealed as it arrives. */
 	if (table.initialised) {
 		int err = adopt_section(&filled);

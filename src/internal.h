@@ -32,6 +32,7 @@ enum rw_region_kind {
 struct rw_region {
 	enum rw_region_kind kind;
 	bool protected_; /* sealed by its backend (false before init) */
+	bool seal;	 /* mseal() its views (sections; RARE_POOL_SEAL) */
 	uintptr_t start; /* page aligned */
 	size_t len;	 /* whole pages */
 	/* Caller writes must fall in [user_start, start + len); the pool's
@@ -149,6 +150,17 @@ RW_HIDDEN void rw_memfd_destroy(struct rw_region *r);
 RW_HIDDEN void rw_memfd_fork_prepare(void);
 RW_HIDDEN void rw_memfd_fork_parent(void);
 RW_HIDDEN void rw_memfd_fork_child(void);
+/*
+ * A read-only MAP_SHARED view of a memfd at @at: MADV_DONTFORK (no child
+ * inherits it; the fork child maps its own copy in its place) and, if
+ * @seal, mseal()ed where the kernel has it. 0 or -errno.
+ */
+RW_HIDDEN int rw_view_seal(void *at, size_t len, bool seal);
+/* Fork child: map a private copy of the memfd @fd (the parent's, which it
+ * closes) at @at, where the view was not inherited, and seal it as above.
+ * Returns the copy's fd; dies on failure. */
+RW_HIDDEN int rw_view_fork_copy(int fd, void *at, size_t len, bool seal,
+				unsigned seals);
 /* Writers hold the lock shared; @exclusive keeps out every other writer
  * (and fork) for a read-merge-write. */
 RW_HIDDEN void rw_memfd_write_lock(bool exclusive);
@@ -158,7 +170,8 @@ RW_HIDDEN void rw_memfd_write_unlock(void);
 /* A pool region on backend @b (NULL: the process-wide default), which is
  * set up on first use. */
 RW_HIDDEN struct rw_region *rw_region_create(size_t len, size_t meta_len,
-					     const struct rw_backend *b);
+					     const struct rw_backend *b,
+					     bool seal);
 /* The backend called @name (as in RAREWRITE_BACKEND), set up for use; NULL
  * names the process-wide default. 0, -EINVAL (unknown) or -ENOTSUP. */
 RW_HIDDEN int rw_backend_lookup(const char *name,

@@ -97,6 +97,10 @@ struct rare_pool *rare_pool_create_with(size_t capacity,
 		errno = EPERM;
 		return NULL;
 	}
+	if (opts && (opts->flags & ~RARE_POOL_SEAL)) {
+		errno = EINVAL;
+		return NULL;
+	}
 	err = rw_backend_lookup(opts ? opts->backend : NULL, &b);
 	if (err) {
 		errno = -err;
@@ -115,7 +119,7 @@ struct rare_pool *rare_pool_create_with(size_t capacity,
 				    head.nr_pages * sizeof(struct page_meta),
 			    rw_page_size);
 	r = rw_region_create(meta_len + head.nr_pages * rw_page_size, meta_len,
-			     b);
+			     b, opts && (opts->flags & RARE_POOL_SEAL));
 	if (!r)
 		return NULL;
 	head.objects = r->start + meta_len;

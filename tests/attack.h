@@ -29,6 +29,9 @@ enum attack_result {
 	ATTACK_OPEN,
 	ATTACK_NA,
 	ATTACK_ERROR,
+	/* In the table only: blocked where the kernel has mseal(2) (Linux
+	 * 6.10+), open where it has not. */
+	ATTACK_SEALED,
 };
 
 /* The backends, in the order of the matrix's columns. */
@@ -107,6 +110,8 @@ enum attack_result attack_run(const struct attack *a, char *note,
 /* The TEST() body: run, compare with the table, fail on a difference. */
 void attack_check(const struct attack *a);
 enum attack_result attack_expected(const char *id, const char *backend);
+/* The table's cell itself (ATTACK_SEALED unresolved). */
+enum attack_result attack_cell(const char *id, const char *backend);
 const char *attack_result_name(enum attack_result r);
 
 #define ATTACK_MARKER 0x4141414141414141ULL

@@ -11,15 +11,18 @@
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "attack.h"
 
 static uint64_t fvictim __wr_rare;
 static uint64_t avictim[2] __wr_rare __attribute__((aligned(16)));
 
-/* Overwrite every inherited memfd with 0x41 bytes. */
-static unsigned smash_memfds(void)
+/* Overwrite every inherited memfd (but the one called @spare) with 0x41
+ * bytes. */
+static unsigned smash_memfds_but(const char *spare)
 {
 	DIR *d = opendir("/proc/self/fd");
 	struct dirent *e;
@@ -41,7 +44,7 @@ static unsigned smash_memfds(void)
 			continue;
 		target[len] = 0;
 		if (strncmp(target, "/memfd:", 7) || fstat(fd, &st) ||
-		    st.st_size > (64 << 20))
+		    st.st_size > (64 << 20) || (spare && strstr(target, spare)))
 			continue;
 		for (off_t off = 0; off < st.st_size; off += 4096) {
 			static char buf[4096];
@@ -53,6 +56,11 @@ static unsigned smash_memfds(void)
 	}
 	closedir(d);
 	return n;
+}
+
+static unsigned smash_memfds(void)
+{
+	return smash_memfds_but(NULL);
 }
 
 ATTACK("4", fork_child_writes,
@@ -84,6 +92,73 @@ ATTACK("4", fork_child_writes,
 	attack_verdict(attack_load64(&fvictim) == ATTACK_MARKER ||
 			       attack_load64(obj) == ATTACK_MARKER,
 		       "the child's writes in the parent");
+}
+
+/* A child made by the raw system call: no fork handler runs in it. */
+static pid_t raw_fork(void)
+{
+	return (pid_t)syscall(SYS_fork);
+}
+
+ATTACK("4b", raw_fork_child,
+       "a child made by raw `syscall(SYS_fork)` (no fork handlers) writes "
+       "the parent's data: views, every inherited memfd, mprotect")
+{
+	struct rare_pool *pool = rare_pool_create(1 << 16);
+	uint64_t *obj = pool ? rare_alloc(pool, 64) : NULL;
+	int status;
+	pid_t pid;
+
+	if (!obj)
+		attack_report(ATTACK_ERROR, "pool setup failed");
+	attack_begin();
+	pid = raw_fork();
+	if (pid < 0)
+		attack_report(ATTACK_ERROR, "fork failed");
+	if (!pid) {
+		uintptr_t page = (uintptr_t)&fvictim & ~(uintptr_t)4095;
+
+		/* The library's table memfd is row 4c. */
+		smash_memfds_but("rarewrite-table");
+		attack_try_store64(&fvictim, ATTACK_MARKER);
+		attack_try_store64(obj, ATTACK_MARKER);
+		if (!mprotect((void *)page, 4096, PROT_READ | PROT_WRITE))
+			attack_try_store64(&fvictim, ATTACK_MARKER);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	attack_verdict(attack_load64(&fvictim) == ATTACK_MARKER ||
+			       attack_load64(obj) == ATTACK_MARKER ||
+			       attack_load64(&fvictim) == 0x4141414141414141ULL,
+		       "the raw child's writes in the parent");
+}
+
+ATTACK("4c", raw_fork_table,
+       "a child made by raw `syscall(SYS_fork)` rewrites the parent's region "
+       "table through the inherited table memfd")
+{
+	uint64_t *table = attack_lib_sym("table");
+	/* A word well past the regions in use: harmless if it lands. */
+	uint64_t *spare = table ? table + 2048 : NULL;
+	uint64_t before;
+	int status;
+	pid_t pid;
+
+	if (!spare)
+		attack_report(ATTACK_ERROR, "no symbol 'table' in the library");
+	before = attack_load64(spare);
+	attack_begin();
+	pid = raw_fork();
+	if (pid < 0)
+		attack_report(ATTACK_ERROR, "fork failed");
+	if (!pid) {
+		attack_try_store64(spare, ATTACK_MARKER);
+		smash_memfds();
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	attack_verdict(attack_load64(spare) != before,
+		       "the raw child's write in the parent's table");
 }
 
 ATTACK("5a", stale_alias, "store through a stale view after `rare_write_unmap`")

@@ -10,15 +10,17 @@
 #define B ATTACK_BLOCKED
 #define O ATTACK_OPEN
 #define NA ATTACK_NA
+#define S ATTACK_SEALED /* blocked where the kernel has mseal(2) */
 
 /* Columns: pkey, pwrite, shadow, mprotect, process */
 const struct attack_expect attack_table[] = {
 	{"1a", {B, B, B, B, B}},     {"1b", {B, B, B, B, B}},
 	{"2a", {B, B, B, O, B}},     {"2b", {B, B, B, O, B}},
 	{"3", {B, B, B, B, B}},	     {"4", {B, B, B, B, B}},
+	{"4b", {B, O, O, B, B}},     {"4c", {O, O, O, O, O}},
 	{"5a", {B, B, B, B, B}},     {"5b", {B, B, O, O, B}},
-	{"6a", {B, O, O, O, B}},     {"6b", {B, O, O, O, O}},
-	{"6c", {B, O, O, O, O}},     {"6d", {B, O, O, B, B}},
+	{"6a", {S, S, S, O, B}},     {"6b", {S, S, S, O, S}},
+	{"6c", {S, S, S, O, S}},     {"6d", {B, O, O, B, B}},
 	{"7a", {B, B, B, B, B}},     {"7b", {B, B, B, B, B}},
 	{"7c", {NA, NA, NA, B, NA}}, {"7d", {NA, NA, NA, B, NA}},
 	{"7e", {B, B, B, B, B}},     {"7f", {B, NA, NA, B, NA}},

@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -44,6 +45,8 @@ const char *attack_result_name(enum attack_result r)
 		return "n/a";
 	case ATTACK_ERROR:
 		return "error";
+	case ATTACK_SEALED:
+		return "blocked (mseal)";
 	default:
 		return "unset";
 	}
@@ -376,7 +379,27 @@ enum attack_result attack_run(const struct attack *a, char *note,
 	return res;
 }
 
+/* mseal(2) exists: sealing nothing succeeds. */
+static bool have_mseal(void)
+{
+#ifndef SYS_mseal
+#define SYS_mseal 462
+#endif
+	static char page[1] __attribute__((aligned(4096)));
+
+	return syscall(SYS_mseal, page, 0UL, 0UL) == 0;
+}
+
 enum attack_result attack_expected(const char *id, const char *backend)
+{
+	enum attack_result r = attack_cell(id, backend);
+
+	if (r == ATTACK_SEALED)
+		return have_mseal() ? ATTACK_BLOCKED : ATTACK_OPEN;
+	return r;
+}
+
+enum attack_result attack_cell(const char *id, const char *backend)
 {
 	for (size_t i = 0; i < attack_table_len; i++) {
 		if (strcmp(attack_table[i].id, id))
@@ -469,7 +492,10 @@ int main(int argc, char **argv)
 			enum attack_result got;
 
 			if (!have[b]) {
-				printf(" %s%s |", attack_result_name(want),
+				printf(" %s%s |",
+				       attack_result_name(
+					       attack_cell(list[i]->id,
+							   attack_backends[b])),
 				       expected_only ? "" : "*");
 				continue;
 			}

@@ -455,10 +455,19 @@ static void fork_attacker(void *arg)
 		if (strstr(link, "/memfd:rarewrite-table") &&
 		    !stat(path, &st) && st.st_ino == pc->table_inode)
 			_exit(29);
+		/* A region's memfd is kept to be read (by a fork child's
+		 * copy); its seals must make it useless for writing. */
 		if (strstr(link, "/memfd:rarewrite") &&
 		    !strstr(link, "rarewrite-ring") &&
-		    !strstr(link, "rarewrite-table"))
-			_exit(22);
+		    !strstr(link, "rarewrite-table")) {
+			int rfd = atoi(e->d_name);
+			char b = 0x41;
+
+			if (pwrite(rfd, &b, 1, 0) >= 0 ||
+			    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED,
+				 rfd, 0) != MAP_FAILED)
+				_exit(22);
+		}
 		if (!stat(path, &st) && S_ISSOCK(st.st_mode) &&
 		    st.st_ino == pc->sock_inode)
 			_exit(23);

@@ -11,8 +11,10 @@
  * its writers (this file's write lock) until the child is done copying (the
  * core's fork handshake), so the copy is a consistent snapshot.
  *
- * The views are not mseal()ed: the child must be able to replace them, and
- * fork isolation wins over sealing.
+ * The views are MADV_DONTFORK and then mseal()ed (sections always, pools
+ * on request): sealed in the parent, absent in the child, which reads the
+ * inherited memfd, maps a private copy where the view was and seals that.
+ * So sealing and fork isolation hold at once.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,9 +22,14 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
+
+#ifndef SYS_mseal
+#define SYS_mseal 462 /* Linux 6.10 */
+#endif
 
 /* Writers hold it shared; fork and read-merge-writes hold it exclusive. */
 static pthread_rwlock_t write_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -90,35 +97,50 @@ static void *map_view(int fd, size_t len, void *at)
 		    0);
 }
 
-int rw_memfd_adopt(struct rw_region *r)
+int rw_view_seal(void *at, size_t len, bool seal)
 {
-	int fd = memfd_filled(r->len, (void *)r->start);
-
-	if (fd < 0)
-		return fd;
-	/* Replaces the section's pages in one step: readers never fault. */
-	if (map_view(fd, r->len, (void *)r->start) == MAP_FAILED) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	r->fd = fd;
+	if (madvise(at, len, MADV_DONTFORK))
+		return -errno;
+	/* Kernels before 6.10 have no mseal(2): the view stays unsealed. */
+	if (seal && syscall(SYS_mseal, at, len, 0UL) && errno != ENOSYS)
+		return -errno;
 	return 0;
 }
 
-int rw_memfd_create(struct rw_region *r)
+int rw_view_fork_copy(int fd, void *at, size_t len, bool seal, unsigned seals)
 {
-	int fd = memfd_filled(r->len, NULL);
-	void *p;
+	void *old = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	int copy = old == MAP_FAILED
+			   ? -errno
+			   : rw_memfd_new("rarewrite", len, old, seals);
 
-	if (fd < 0)
-		return fd;
-	p = map_view(fd, r->len, NULL);
-	if (p == MAP_FAILED) {
-		int err = -errno;
+	if (old != MAP_FAILED)
+		munmap(old, len);
+	/* NOREPLACE: the parent's view was not inherited; if something else
+	 * is there, fail rather than map over it. */
+	if (copy < 0 ||
+	    mmap(at, len, PROT_READ, MAP_SHARED | MAP_FIXED_NOREPLACE, copy,
+		 0) != at ||
+	    rw_view_seal(at, len, seal))
+		rw_die("fork", at,
+		       "child cannot take a private copy of protected memory: "
+		       "%s",
+		       strerror(copy < 0 ? -copy : errno));
+	close(fd);
+	return copy;
+}
 
-		close(fd);
+static int memfd_view(struct rw_region *r, int fd, void *at)
+{
+	void *p = map_view(fd, r->len, at);
+	int err;
+
+	if (p == MAP_FAILED)
+		return -errno;
+	err = rw_view_seal(p, r->len, r->seal);
+	if (err) {
+		if (!at)
+			munmap(p, r->len);
 		return err;
 	}
 	r->fd = fd;
@@ -126,9 +148,40 @@ int rw_memfd_create(struct rw_region *r)
 	return 0;
 }
 
+int rw_memfd_adopt(struct rw_region *r)
+{
+	int fd = memfd_filled(r->len, (void *)r->start);
+	int err;
+
+	if (fd < 0)
+		return fd;
+	/* Replaces the section's pages in one step: readers never fault. */
+	err = memfd_view(r, fd, (void *)r->start);
+	if (err)
+		close(fd);
+	return err;
+}
+
+int rw_memfd_create(struct rw_region *r)
+{
+	int fd = memfd_filled(r->len, NULL);
+	int err;
+
+	if (fd < 0)
+		return fd;
+	err = memfd_view(r, fd, NULL);
+	if (err)
+		close(fd);
+	return err;
+}
+
+/* A sealed view stays (munmap fails with EPERM): its memory goes back by
+ * punching the whole memfd, and the view reads zeroes until exit. */
 void rw_memfd_destroy(struct rw_region *r)
 {
-	munmap((void *)r->start, r->len);
+	if (munmap((void *)r->start, r->len))
+		fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+			  (off_t)r->len);
 	close(r->fd);
 }
 
@@ -147,19 +200,12 @@ void rw_memfd_fork_child(void)
 	struct rw_region *r;
 
 	rw_for_each_region(r) {
-		int fd;
-
 		if (r->fd < 0 || !r->backend->fork_child ||
 		    r->backend->fork_child != rw_memfd_fork_child)
 			continue;
-		fd = memfd_filled(r->len, (void *)r->start);
-		if (fd < 0 ||
-		    map_view(fd, r->len, (void *)r->start) == MAP_FAILED)
-			rw_die("fork", (void *)r->start,
-			       "child cannot take a private copy of protected "
-			       "memory");
-		close(r->fd);
-		r->fd = fd;
+		r->fd = rw_view_fork_copy(
+			r->fd, (void *)r->start, r->len, r->seal,
+			F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
 	}
 	pthread_rwlock_init(&write_lock, NULL);
 }

@@ -7,8 +7,10 @@
  * Each region is a memfd. The helper maps it writable; then the program
  * seals it F_SEAL_FUTURE_WRITE (no write(2), no new writable mapping, no
  * mprotect() of a view to writable, for anyone) and maps its read-only view,
- * and closes the descriptor. Nothing in the program can write protected
- * memory directly, window or not.
+ * MADV_DONTFORK and mseal()ed (sections; pools on request). The program
+ * keeps the descriptor only to read it (a fork child copies from it): the
+ * seal makes it useless for writing. Nothing in the program can write
+ * protected memory directly, window or not.
  *
  * A write is a request in a shared ring (process_ring.h): the calling
  * thread claims a slot, fills it, marks it READY and rings the doorbell (a
@@ -83,6 +85,13 @@ static __attribute__((noreturn)) void helper_died(const char *call,
 	int status = 0;
 	pid_t got = waitpid(helper_pid, &status, __WALL | WNOHANG);
 
+	if (got == helper_pid && WIFSIGNALED(status) &&
+	    WTERMSIG(status) == SIGSYS)
+		rw_die(call, addr,
+		       "the process backend's helper (pid %d) made a system "
+		       "call outside its seccomp filter and was killed "
+		       "(SIGSYS); the write cannot be applied",
+		       (int)helper_pid);
 	if (got == helper_pid && WIFSIGNALED(status))
 		rw_die(call, addr,
 		       "the process backend's helper (pid %d) was killed by "
@@ -253,7 +262,7 @@ static int memfd_new(const char *name, size_t len, const void *contents)
 /*
  * Hand @fd to the helper as the region at r->start, then seal it against
  * every future write and map the program's read-only view over r->start.
- * Consumes @fd.
+ * On success @fd becomes r->fd (read-only by its seals), else it is closed.
  */
 static int region_register(const char *call, struct rw_region *r, int fd)
 {
@@ -272,7 +281,14 @@ static int region_register(const char *call, struct rw_region *r, int fd)
 		ctl(call, (void *)r->start, PRW_OP_DEL, id, 0, 0, -1);
 		goto out;
 	}
+	err = rw_view_seal((void *)r->start, r->len, r->seal);
+	if (err) {
+		ctl(call, (void *)r->start, PRW_OP_DEL, id, 0, 0, -1);
+		goto out;
+	}
 	r->priv = (uintptr_t)id;
+	r->fd = fd;
+	return 0;
 out:
 	close(fd);
 	r->fd = -1;
@@ -310,12 +326,23 @@ static int process_create(struct rw_region *r)
 	return err;
 }
 
+static void process_write_call(const char *call, const struct rw_seg *segs,
+			       unsigned n);
+
 static void process_destroy(struct rw_region *r)
 {
+	/* A sealed view stays until exit: leave zeroes in it. */
+	if (r->seal) {
+		struct rw_seg zero = {
+			.region = r, .dst = (void *)r->start, .len = r->len};
+
+		process_write_call("rare_pool_destroy", &zero, 1);
+	}
 	/* The helper forgets the range before the address can be reused. */
 	ctl("rare_pool_destroy", (void *)r->start, PRW_OP_DEL, r->priv, 0, 0,
 	    -1);
 	munmap((void *)r->start, r->len);
+	close(r->fd);
 }
 
 /* Make the bulk area at least @need bytes; bulk_lock held. */
@@ -526,16 +553,26 @@ static void process_fork_child(void)
 	ring = NULL;
 	bulk = NULL;
 	bulk_len = 0;
-	/* A snapshot of every region while the parent's writers wait. */
+	/* A snapshot of every region while the parent's writers wait, read
+	 * from the parent's memfd (the view was not inherited). */
 	rw_for_each_region(r) {
+		void *old;
+		int fd;
+
 		if (r->backend != &rw_backend_process || !r->protected_)
 			continue;
-		r->fd = memfd_new("rarewrite", r->len, (void *)r->start);
-		if (r->fd < 0)
+		old = mmap(NULL, r->len, PROT_READ, MAP_SHARED, r->fd, 0);
+		fd = old == MAP_FAILED ? -errno
+				       : memfd_new("rarewrite", r->len, old);
+		if (old != MAP_FAILED)
+			munmap(old, r->len);
+		if (fd < 0)
 			rw_die("fork", (void *)r->start,
 			       "child cannot take a private copy of protected "
 			       "memory: %s",
-			       strerror(-r->fd));
+			       strerror(-fd));
+		close(r->fd);
+		r->fd = fd;
 	}
 	pthread_rwlock_init(&write_lock, NULL);
 	pthread_mutex_init(&ctl_lock, NULL);
