@@ -46,6 +46,7 @@ include tests/tests.mk
 -include bench/bench.mk
 -include vm/vm.mk
 -include fuzz/fuzz.mk
+-include real/real.mk
 
 # The kernel port: patch, build and boot Linux 6.12 under QEMU (kernel/README.md).
 kernel-check:

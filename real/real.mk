@@ -1,0 +1,62 @@
+# make check-real: a real program under librarewrite. SQLite 3.44.2 (the
+# amalgamation and its shell) is fetched at a pinned, verified version,
+# patched with real/sqlite/sqlite3.patch, built protected and unprotected,
+# and compared (real/README.md).
+REAL := $(B)/real/sqlite
+# The options of SQLite's own autoconf shell build, plus FTS5, R*Tree and
+# the math functions the workload uses.
+REAL_CFLAGS := -O2 -DSQLITE_THREADSAFE=1 -DSQLITE_ENABLE_FTS5 \
+	-DSQLITE_ENABLE_RTREE -DSQLITE_ENABLE_MATH_FUNCTIONS \
+	-DSQLITE_ENABLE_DBSTAT_VTAB -DSQLITE_ENABLE_EXPLAIN_COMMENTS \
+	-DSQLITE_ENABLE_STMTVTAB -DSQLITE_ENABLE_DBPAGE_VTAB -DSQLITE_DQS=0
+REAL_LIBS := -lpthread -lm -ldl
+REAL_RARE_LINK := $(USER_LDFLAGS) -L$(B) -lrarewrite -Wl,-rpath,'$$ORIGIN/../..'
+
+$(REAL)/orig/sqlite3.c: real/sqlite/fetch
+	real/sqlite/fetch $(REAL)
+
+$(REAL)/rare/sqlite3.c: $(REAL)/orig/sqlite3.c real/sqlite/sqlite3.patch
+	rm -rf $(REAL)/rare && mkdir -p $(REAL)/rare
+	cp $(REAL)/orig/sqlite3.c $(REAL)/rare/
+	patch -s -p1 -d $(REAL)/rare < real/sqlite/sqlite3.patch
+
+$(REAL)/plain.o: $(REAL)/orig/sqlite3.c
+	$(CC) $(REAL_CFLAGS) -I$(REAL)/orig -c $< -o $@
+
+$(REAL)/rare.o: $(REAL)/rare/sqlite3.c $(HEADERS)
+	$(CC) $(REAL_CFLAGS) -Iinclude -I$(REAL)/orig -c $< -o $@
+
+$(REAL)/shell-plain.o: $(REAL)/orig/sqlite3.c
+	$(CC) $(REAL_CFLAGS) -I$(REAL)/orig -c $(REAL)/orig/shell.c -o $@
+
+# The protected shell's main() seals first (real/sqlite/main.c).
+$(REAL)/shell-rare.o: $(REAL)/orig/sqlite3.c
+	$(CC) $(REAL_CFLAGS) -Dmain=sqlite3_shell_main -I$(REAL)/orig \
+		-c $(REAL)/orig/shell.c -o $@
+
+$(REAL)/sqlite3-plain: $(REAL)/shell-plain.o $(REAL)/plain.o
+	$(CC) $^ -o $@ $(REAL_LIBS)
+
+$(REAL)/sqlite3-rare: real/sqlite/main.c $(REAL)/shell-rare.o $(REAL)/rare.o $(B)/librarewrite.so
+	$(CC) $(USER_CFLAGS) real/sqlite/main.c $(REAL)/shell-rare.o $(REAL)/rare.o \
+		-o $@ $(REAL_RARE_LINK) $(REAL_LIBS)
+
+# Non-PIE: the attack takes its target addresses from nm.
+$(REAL)/attack-plain: real/sqlite/attack.c $(REAL)/plain.o
+	$(CC) $(USER_CFLAGS) -no-pie -I$(REAL)/orig $^ -o $@ $(REAL_LIBS)
+
+$(REAL)/attack-rare: real/sqlite/attack.c $(REAL)/rare.o $(B)/librarewrite.so
+	$(CC) $(USER_CFLAGS) -no-pie -DSEAL -I$(REAL)/orig real/sqlite/attack.c \
+		$(REAL)/rare.o -o $@ $(REAL_RARE_LINK) $(REAL_LIBS)
+
+REAL_BINS := $(REAL)/sqlite3-plain $(REAL)/sqlite3-rare \
+	$(REAL)/attack-plain $(REAL)/attack-rare
+
+# 1 once librarewrite names the faulting object on SIGSEGV (issue 12 item 1);
+# 0 checks the signal only.
+REAL_EXPECT_MESSAGE ?= 0
+
+check-real: $(REAL_BINS)
+	REAL_EXPECT_MESSAGE=$(REAL_EXPECT_MESSAGE) real/sqlite/run $(REAL)
+
+.PHONY: check-real
