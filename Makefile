@@ -25,7 +25,7 @@ $(B)/%.o: %.c $(HEADERS) src/internal.h
 
 $(B)/librarewrite.so: $(LIB_OBJ) src/exports.map
 	$(CC) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=src/exports.map \
-		-Wl,-soname,librarewrite.so.0 -pthread $(EXTRA_LDFLAGS)
+		-Wl,-soname,librarewrite.so.0 -Wl,-z,now -Wl,-z,relro -pthread $(EXTRA_LDFLAGS)
 	ln -sf librarewrite.so $(B)/librarewrite.so.0
 
 $(B)/librarewrite.a: $(LIB_OBJ)

@@ -99,6 +99,9 @@ bool attack_race(void *addr, uint64_t v, void (*fn)(void *), void *arg,
  * test-only, no API), or NULL. TLS symbols give the calling thread's copy. */
 void *attack_lib_sym(const char *name);
 
+/* Address of a function of the library, hidden ones too, or NULL. */
+void *attack_lib_func(const char *name);
+
 /* Whether @addr lies in a function of the library's own code. */
 bool attack_lib_code(const void *addr);
 

@@ -277,13 +277,29 @@ void *attack_lib_sym(const char *name)
 	return symtab_walk(match_object, (void *)name);
 }
 
+static void *match_func(const Elf64_Sym *sym, const char *name,
+			const char *file, uintptr_t base, void *arg)
+{
+	(void)file;
+	if (strcmp(name, arg) || ELF64_ST_TYPE(sym->st_info) != STT_FUNC)
+		return NULL;
+	return (void *)(base + sym->st_value);
+}
+
+void *attack_lib_func(const char *name)
+{
+	return symtab_walk(match_func, (void *)name);
+}
+
 /* The library's own sources (src/ and src/backend/), by base name. */
 static bool library_file(const char *file)
 {
 	static const char *const ours[] = {
-		"core.c",     "pool.c",	 "list.c",    "copy.c",
-		"section.c",  "memfd.c", "pwrite.c",  "shadow.c",
-		"mprotect.c", "pkey.c",	 "process.c", "process_helper.c"};
+		"core.c",   "pool.c",		"list.c",
+		"copy.c",   "section.c",	"memfd.c",
+		"pwrite.c", "shadow.c",		"mprotect.c",
+		"pkey.c",   "process.c",	"process_helper.c",
+		"vault.c",  "process_seccomp.c"};
 	const char *slash = strrchr(file, '/');
 
 	file = slash ? slash + 1 : file;

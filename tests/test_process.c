@@ -22,10 +22,13 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 
+#include "attack.h"
 #include "harness.h"
+#include "testutil.h"
 #include "../src/backend/process_ring.h"
 
 static long guarded __wr_rare = 7;
@@ -760,4 +763,190 @@ TEST(process_big_requests_use_the_bulk_area, EXPECT_PASS)
 	CHECK(obj[70100] == src[70100]);
 	rare_free(pool, obj);
 	free(src);
+}
+
+/*
+ * The helper's seccomp filter, installed by the helper's own function in a
+ * child: the calls of its loop pass, any other kills it with SIGSYS.
+ */
+static void filtered_loop_calls(void *arg)
+{
+	int (*install)(void) = (int (*)(void))arg;
+	uint32_t word = 0;
+	struct timespec t;
+
+	if (install())
+		_exit(3);
+	syscall(SYS_futex, &word, FUTEX_WAKE, 1, NULL, NULL, 0);
+	syscall(SYS_getppid);
+	syscall(SYS_sched_yield);
+	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &t);
+	_exit(0);
+}
+
+static void filtered_forbidden_call(void *arg)
+{
+	int (*install)(void) = (int (*)(void))arg;
+
+	if (install())
+		_exit(3);
+	syscall(SYS_getpid); /* not a call of the loop */
+	_exit(0);
+}
+
+static void filtered_exec_mapping(void *arg)
+{
+	int (*install)(void) = (int (*)(void))arg;
+
+	if (install())
+		_exit(3);
+	mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+	     0);
+	_exit(0);
+}
+
+static int seccomp_mode(pid_t pid)
+{
+	char path[64], line[256];
+	int mode = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	CHECK(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Seccomp: %d", &mode) == 1)
+			break;
+	fclose(f);
+	return mode;
+}
+
+TEST(process_helper_seccomp_allows_only_its_loop, EXPECT_PASS)
+{
+	void *install = attack_lib_func("prw_helper_seccomp");
+
+	need_process();
+	init();
+	CHECK(install);
+	CHECK(seccomp_mode(find_helper()) == 2); /* the live helper: filter */
+	CHECK(run_in_child(filtered_loop_calls, install) == CHILD_OK);
+	CHECK(child_killed_by(run_in_child(filtered_forbidden_call, install)) ==
+	      SIGSYS);
+	CHECK(child_killed_by(run_in_child(filtered_exec_mapping, install)) ==
+	      SIGSYS);
+}
+
+static bool have_cap_sys_ptrace(void)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+
+	return !syscall(SYS_capget, &h, d) &&
+	       (d[CAP_SYS_PTRACE / 32].effective &
+		(1u << (CAP_SYS_PTRACE % 32)));
+}
+
+/*
+ * In a child with a helper of its own: stop the helper at its next system
+ * call (ptrace, which only CAP_SYS_PTRACE allows on the non-dumpable
+ * helper), turn that call into getpid(), which the filter forbids, and
+ * write: the write must abort naming the seccomp kill.
+ */
+static void helper_forbidden_then_write(void *arg)
+{
+	pid_t h = find_helper();
+	struct user_regs_struct regs;
+	int st;
+
+	(void)arg;
+	if (h <= 0 || ptrace(PTRACE_SEIZE, h, NULL, PTRACE_O_TRACESYSGOOD) ||
+	    ptrace(PTRACE_INTERRUPT, h, NULL, NULL) ||
+	    waitpid(h, &st, __WALL) != h)
+		_exit(40);
+	do {
+		if (ptrace(PTRACE_SYSCALL, h, NULL, NULL) ||
+		    waitpid(h, &st, __WALL) != h)
+			_exit(41);
+	} while (!WIFSTOPPED(st) || WSTOPSIG(st) != (SIGTRAP | 0x80));
+	if (ptrace(PTRACE_GETREGS, h, NULL, &regs))
+		_exit(42);
+	regs.orig_rax = SYS_getpid;
+	if (ptrace(PTRACE_SETREGS, h, NULL, &regs) ||
+	    ptrace(PTRACE_DETACH, h, NULL, NULL))
+		_exit(43);
+	rare_write(guarded, 9L);
+	_exit(44); /* the write went through: the helper lived */
+}
+
+TEST(process_helper_seccomp_kill_is_reported, EXPECT_PASS)
+{
+	char msg[1024];
+	size_t got = 0;
+	int p[2], status;
+	struct capture_arg c = {helper_forbidden_then_write, NULL, -1};
+
+	need_process();
+	if (!have_cap_sys_ptrace())
+		SKIP("needs CAP_SYS_PTRACE to make the helper misbehave");
+	init();
+	CHECK(pipe(p) == 0);
+	c.fd = p[1];
+	status = run_in_child(capture_child, &c);
+	close(p[1]);
+	for (ssize_t n; (n = read(p[0], msg + got, sizeof(msg) - 1 - got)) > 0;)
+		got += (size_t)n;
+	close(p[0]);
+	msg[got] = 0;
+	if (child_killed_by(status) != SIGABRT)
+		fprintf(stderr, "status %#x: %s\n", status, msg);
+	CHECK(child_killed_by(status) == SIGABRT);
+	CHECK(strstr(msg, "seccomp") && strstr(msg, "SIGSYS"));
+	CHECK(guarded != 9);
+}
+
+static long status_kb(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	CHECK(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, strlen(field)) &&
+		    sscanf(line + strlen(field), ": %ld", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/*
+ * The helper starts as a copy of the program but keeps none of its
+ * anonymous memory: 32 MiB the program has touched before init stay out of
+ * the helper's resident set (and the helper still serves).
+ */
+TEST(process_helper_keeps_no_copy_of_program_memory, EXPECT_PASS)
+{
+	size_t big = 32 << 20;
+	char *buf = malloc(big);
+	pid_t h;
+
+	need_process();
+#ifdef __SANITIZE_ADDRESS__
+	SKIP("the helper keeps AddressSanitizer's shadow memory");
+#endif
+	CHECK(buf);
+	memset(buf, 1, big);
+	init();
+	rare_write(guarded, 5L);
+	CHECK(guarded == 5);
+	h = find_helper();
+	CHECK(h > 0);
+	CHECK(status_kb(getpid(), "RssAnon") > 32 * 1024);
+	if (status_kb(h, "RssAnon") >= 8 * 1024)
+		fprintf(stderr, "helper RssAnon %ld kB\n",
+			status_kb(h, "RssAnon"));
+	CHECK(status_kb(h, "RssAnon") < 8 * 1024);
+	free(buf);
 }

@@ -8,10 +8,15 @@
  * it blocks every signal but the parent-death one, restores default
  * dispositions, closes every descriptor but its end of the control socket,
  * makes itself non-dumpable (no ptrace, no /proc/<pid>/mem for anyone of the
- * same uid) and checks that its parent is still the program.
+ * same uid), checks that its parent is still the program, and confines
+ * itself to the system calls of its loop (process_seccomp.c).
  *
- * It runs on a copy of the program's memory, so it calls nothing that takes
- * a libc lock (no malloc, no stdio, no abort): system calls and memcpy only.
+ * It starts on a copy-on-write copy of the program's memory, so it calls
+ * nothing that takes a libc lock (no malloc, no stdio, no abort): system
+ * calls and memcpy only. Before serving it drops what it does not need of
+ * that copy: every anonymous mapping (the program's heap, its other
+ * threads' stacks, its buffers) but its own stack and thread block; what
+ * stays is the loaded objects (code, data, .bss) and the ring.
  *
  * Every request is copied into helper memory, validated against the
  * helper's own table of regions (which the program cannot touch), and then
@@ -21,6 +26,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
@@ -387,6 +393,184 @@ sleep:
 	}
 }
 
+/* Address ranges the helper keeps: the loaded objects' .bss (found by the
+ * program before the clone, where dl_iterate_phdr() may take its lock),
+ * the stack, the thread block, the ring. */
+#define KEEP_MAX 64
+struct keep {
+	uintptr_t lo[KEEP_MAX], hi[KEEP_MAX];
+	unsigned n;
+};
+
+static void keep_add(struct keep *k, uintptr_t lo, uintptr_t hi)
+{
+	if (k->n < KEEP_MAX && lo < hi) {
+		k->lo[k->n] = lo;
+		k->hi[k->n++] = hi;
+	}
+}
+
+static int keep_bss(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD && ph->p_memsz > ph->p_filesz)
+			keep_add(arg, info->dlpi_addr + ph->p_vaddr,
+				 info->dlpi_addr + ph->p_vaddr + ph->p_memsz);
+	}
+	return 0;
+}
+
+/* Anonymous mappings may be dropped (not [stack], [vdso], ...). */
+static bool anonymous(unsigned long inode, const char *name)
+{
+	if (inode)
+		return false;
+	return name[0] != '[' || !strncmp(name, "[heap]", 6) ||
+	       !strncmp(name, "[anon:", 6);
+}
+
+#define DROP_MAX 256
+static struct {
+	uintptr_t lo, hi;
+} drop[DROP_MAX];
+
+/* Queue [lo, hi) minus every kept range for unmapping. Adjacent anonymous
+ * mappings merge, so a kept range (the thread block) may sit inside a big
+ * one (a malloc()ed buffer): only the kept pages stay. */
+static void drop_outside(uintptr_t lo, uintptr_t hi, const struct keep *k,
+			 unsigned *ndrop)
+{
+	uintptr_t at = lo;
+
+	while (at < hi && *ndrop < DROP_MAX) {
+		uintptr_t next_lo = hi, next_hi = hi;
+
+		/* The lowest kept range that ends above @at. */
+		for (unsigned i = 0; i < k->n; i++) {
+			uintptr_t klo = k->lo[i] & ~(uintptr_t)(PRW_PAGE - 1);
+			uintptr_t khi = (k->hi[i] + PRW_PAGE - 1) &
+					~(uintptr_t)(PRW_PAGE - 1);
+
+			if (khi > at && klo < next_lo) {
+				next_lo = klo < at ? at : klo;
+				next_hi = khi;
+			}
+		}
+		if (next_lo > at) {
+			drop[*ndrop].lo = at;
+			drop[(*ndrop)++].hi = next_lo < hi ? next_lo : hi;
+		}
+		at = next_hi;
+	}
+}
+
+static uintptr_t hex(const char **p)
+{
+	uintptr_t v = 0;
+
+	for (;; (*p)++) {
+		char c = **p;
+
+		if (c >= '0' && c <= '9')
+			v = v * 16 + (uintptr_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v * 16 + (uintptr_t)(c - 'a' + 10);
+		else
+			return v;
+	}
+}
+
+/* Parse one maps line: "lo-hi perms offset dev inode   name". */
+static bool maps_line(const char *l, uintptr_t *lo, uintptr_t *hi,
+		      unsigned long *inode, const char **name)
+{
+	*lo = hex(&l);
+	if (*l++ != '-')
+		return false;
+	*hi = hex(&l);
+	for (int field = 0; field < 3; field++) { /* perms offset dev */
+		while (*l == ' ')
+			l++;
+		while (*l && *l != ' ')
+			l++;
+	}
+	while (*l == ' ')
+		l++;
+	*inode = 0;
+	for (; *l >= '0' && *l <= '9'; l++)
+		*inode = *inode * 10 + (unsigned long)(*l - '0');
+	while (*l == ' ')
+		l++;
+	*name = l;
+	return true;
+}
+
+/*
+ * Unmap every anonymous page the helper does not keep: a pass reads
+ * /proc/self/maps whole, then unmaps; repeat while a pass fills drop[].
+ */
+static void shed_program_memory(struct keep *k, const void *ring)
+{
+	uintptr_t base = 0, sp = (uintptr_t)__builtin_frame_address(0);
+	unsigned ndrop;
+
+#ifdef __SANITIZE_ADDRESS__
+	/* AddressSanitizer's shadow is anonymous memory this code needs. */
+	(void)k;
+	(void)ring;
+	(void)base;
+	(void)sp;
+	(void)ndrop;
+	return;
+#endif
+	syscall(SYS_arch_prctl, 0x1003 /* ARCH_GET_FS */, &base);
+	/* The stack below us (the loop and signal frames) and the frames
+	 * above (our arguments); static TLS below the thread pointer and the
+	 * thread control block above it. */
+	keep_add(k, sp - (256 << 10), sp + (64 << 10));
+	keep_add(k, base - (64 << 10), base + (16 << 10));
+	keep_add(k, (uintptr_t)ring, (uintptr_t)ring + PRW_RING_SIZE);
+	do {
+		char buf[4096];
+		size_t have = 0;
+		int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+		ndrop = 0;
+		if (fd < 0)
+			return;
+		for (;;) {
+			ssize_t n =
+				read(fd, buf + have, sizeof(buf) - 1 - have);
+			char *line = buf, *nl;
+
+			if (n <= 0)
+				break;
+			have += (size_t)n;
+			buf[have] = 0;
+			while ((nl = strchr(line, '\n'))) {
+				uintptr_t lo, hi;
+				unsigned long inode;
+				const char *name;
+
+				*nl = 0;
+				if (maps_line(line, &lo, &hi, &inode, &name)) {
+					if (anonymous(inode, name))
+						drop_outside(lo, hi, k, &ndrop);
+				}
+				line = nl + 1;
+			}
+			have -= (size_t)(line - buf);
+			memmove(buf, line, have);
+		}
+		close(fd);
+		for (unsigned i = 0; i < ndrop; i++)
+			munmap((void *)drop[i].lo, drop[i].hi - drop[i].lo);
+	} while (ndrop == DROP_MAX);
+}
+
 static void close_other_fds(int keep)
 {
 	if (keep > 0 && syscall(SYS_close_range, 0, keep - 1, 0) == 0 &&
@@ -400,8 +584,8 @@ static void close_other_fds(int keep)
 			close((int)fd);
 }
 
-static __attribute__((noreturn)) void helper_main(struct prw_ring *ring,
-						  int sock, pid_t program)
+static __attribute__((noreturn)) void
+helper_main(struct prw_ring *ring, int sock, pid_t program, struct keep *keep)
 {
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	struct sigaction term = {.sa_handler = on_parent_death,
@@ -425,11 +609,15 @@ static __attribute__((noreturn)) void helper_main(struct prw_ring *ring,
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != program)
 		_exit(0);
 	close_other_fds(sock);
+	shed_program_memory(keep, ring);
 	prctl(PR_SET_DUMPABLE, 0);
 	prctl(PR_SET_NAME, PRW_HELPER_COMM);
 	sigdelset(&mask, SIGTERM);
 	sigprocmask(SIG_SETMASK, &mask, NULL);
-	if (send(sock, &ready, sizeof(ready), MSG_NOSIGNAL) != sizeof(ready))
+	/* Refused filter: say so, and serve nothing. */
+	ready = prw_helper_seccomp();
+	if (send(sock, &ready, sizeof(ready), MSG_NOSIGNAL) != sizeof(ready) ||
+	    ready)
 		_exit(1);
 	serve();
 }
@@ -437,6 +625,9 @@ static __attribute__((noreturn)) void helper_main(struct prw_ring *ring,
 pid_t prw_helper_spawn(struct prw_ring *ring, int sock)
 {
 	pid_t program = getpid();
+	struct keep keep = {.n = 0};
+
+	dl_iterate_phdr(keep_bss, &keep);
 	/* Like fork(), but exit signal 0: not a SIGCHLD child. No atfork
 	 * handlers run; the child touches no libc lock. */
 	long pid = syscall(SYS_clone, 0UL, NULL, NULL, NULL, NULL);
@@ -444,6 +635,6 @@ pid_t prw_helper_spawn(struct prw_ring *ring, int sock)
 	if (pid < 0)
 		return -errno;
 	if (!pid)
-		helper_main(ring, sock, program);
+		helper_main(ring, sock, program, &keep);
 	return (pid_t)pid;
 }

@@ -19,4 +19,8 @@
  */
 RW_HIDDEN pid_t prw_helper_spawn(struct prw_ring *ring, int sock);
 
+/* In the helper, last before serving: allow only the system calls of its
+ * loop from now on (others kill it with SIGSYS). 0 or -errno. */
+RW_HIDDEN int prw_helper_seccomp(void);
+
 #endif /* RAREWRITE_PROCESS_HELPER_H */

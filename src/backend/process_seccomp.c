@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: MIT
+/*
+ * process_seccomp.c - the process backend's helper may make only the system
+ * calls its loop needs. Anything else (an execve, an open, a ptrace, a
+ * kill) kills the helper with SIGSYS, and the program's next write reports
+ * that. The helper holds the only writable mapping of protected memory;
+ * should a bug in it ever be exploited, the exploit gets no more than the
+ * helper's own loop could do.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "process_helper.h"
+
+#ifndef SECCOMP_RET_KILL_PROCESS
+#define SECCOMP_RET_KILL_PROCESS 0x80000000U
+#endif
+
+#define NR_OFF offsetof(struct seccomp_data, nr)
+#define ARCH_OFF offsetof(struct seccomp_data, arch)
+#define ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i))
+
+#define ALLOW(nr)                                                              \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1),                       \
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
+int prw_helper_seccomp(void)
+{
+	static const struct sock_filter insns[] = {
+		/* x86-64 only; the x32 ABI's numbers have bit 30 set. */
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARCH_OFF),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, NR_OFF),
+		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		/* mmap: never executable (a region, a bulk area). */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, 0, 4),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(2)),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PROT_EXEC, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		/* The request loop: the ring's futexes, sched_getcpu()'s
+		 * fallback, yielding, the clock (vDSO's fallback). */
+		ALLOW(SYS_futex),
+		ALLOW(SYS_getcpu),
+		ALLOW(SYS_sched_yield),
+		ALLOW(SYS_clock_gettime),
+		/* Control messages: receive, map or drop what they carry,
+		 * check its seals and size, reply. */
+		ALLOW(SYS_recvmsg),
+		ALLOW(SYS_recvfrom),
+		ALLOW(SYS_sendto),
+		ALLOW(SYS_munmap),
+		ALLOW(SYS_close),
+		ALLOW(SYS_fcntl),
+		ALLOW(SYS_fstat),
+		ALLOW(SYS_newfstatat),
+		/* Parent death (SIGTERM handler) and leaving. */
+		ALLOW(SYS_getppid),
+		ALLOW(SYS_rt_sigreturn),
+		ALLOW(SYS_restart_syscall),
+		ALLOW(SYS_exit),
+		ALLOW(SYS_exit_group),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+	};
+	const struct sock_fprog prog = {
+		.len = sizeof(insns) / sizeof(insns[0]),
+		.filter = (struct sock_filter *)insns,
+	};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog))
+		return -errno;
+	return 0;
+}
