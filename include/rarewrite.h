@@ -4,7 +4,8 @@
  * brief window the program opens itself ("rare write", after Kees Cook's
  * 2017 kernel series).
  *
- * Typical use:
+ * Typical use (the comments sit on their own lines so that the formatter
+ * cannot reflow them into the code):
  *
  *	#include <rarewrite.h>
  *
@@ -12,11 +13,15 @@
  *
  *	int main(void)
  *	{
- *		handlers[0] = &default_handler;    // plain store: before init
- *		if (rare_write_init() < 0)           // seal
+ *		// before init, a plain store is fine
+ *		handlers[0] = &default_handler;
+ *		// seal
+ *		if (rare_write_init() < 0)
  *			return 1;
- *		rare_write(handlers[1], &other);     // the only way in
- *afterwards handlers[2] = &evil;                 // SIGSEGV
+ *		// the only way in afterwards
+ *		rare_write(handlers[1], &other);
+ *		// SIGSEGV, with a one-line report naming handlers+0x10
+ *		handlers[2] = &evil;
  *	}
  *
  * Build with `cc prog.c $(pkg-config --cflags --libs rarewrite)`: the link
@@ -28,7 +33,34 @@
  * rare_write_begin() on a backend without RARE_WRITE_CAP_BEGIN_END, a map
  * that overlaps an open map, ...) is a bug in the caller: the library prints
  * one line on stderr naming the call and the address, then calls abort().
- * Environment failures are reported as -errno by rare_write_init().
+ * Environment failures are reported as -errno by rare_write_init(), which
+ * also says what went wrong in one line on stderr.
+ *
+ * A plain store to protected memory (a write site a port forgot) dies by
+ * SIGSEGV as it always did, after one line on stderr, on every backend:
+ *
+ *   rarewrite: write to protected memory at 0x55d0c0a03010 (handlers+0x10
+ *   in prog) by pc main+0x2c in prog: write it with rare_write() or inside
+ *   a window
+ *
+ * (one line in reality). The object and the pc are named from the symbol
+ * tables of the program and its libraries, static symbols included unless
+ * stripped; without a symbol the region is named ("pool 0x...+0x...",
+ * "section of libfoo.so+0x..."). The library's SIGSEGV handler is installed
+ * by rare_write_init() and stays first: sigaction(), signal(), bsd_signal()
+ * and sysv_signal() are interposed, so a handler the program installs later
+ * (a crash reporter) runs after the report, and faults the library does not
+ * own go to the program's handler unchanged; sigaction() reports the
+ * program's own action back. If the program's handler returns from a
+ * protected store, the process dies by SIGSEGV. On pkey, every handler the
+ * program installs, for any signal, may read protected data (never write).
+ *
+ * Porting a program: README.md, "Porting an existing program", walks
+ * through the steps; the pieces are RAREWRITE_CHECK_WRITES (find write
+ * sites at build time), the fault report above, RAREWRITE_NEED and
+ * rare_write_init_caps() (windows on the default backend),
+ * rare_write_is_protected(), pools before init and rare_realloc(),
+ * rare_write_seal_self() (a library protecting itself), rare_write_add().
  */
 #ifndef RAREWRITE_H
 #define RAREWRITE_H
@@ -62,7 +94,24 @@ extern "C" {
  * __attribute__((visibility("protected"))) (the linker then refuses the
  * copy); or build the program with -fPIC -Wl,-z,nocopyreloc.
  */
+#ifndef RAREWRITE_CHECK_WRITES
 #define __wr_rare __attribute__((section("rarewrite_data"), used))
+#else
+/*
+ * Check mode, for finding write sites at build time: compile (never run)
+ * with -DRAREWRITE_CHECK_WRITES and every __wr_rare object is also const,
+ * so each plain store to one is a compile error naming its line, while
+ * rare_write(), rare_write_memcpy(), rare_write_memset() and
+ * rare_write_map() still compile. For the qualifier to land on the object
+ * itself, write the annotation where `const` would go: before the type for
+ * a non-pointer object (`static __wr_rare struct config cfg;`), after the
+ * last `*` for pointers (`static struct handler *__wr_rare tab[16];`).
+ * Both spellings mean the same in normal builds. A const object with an
+ * initialiser may be constant-folded by the compiler, so a build in this
+ * mode is for the list of errors only.
+ */
+#define __wr_rare const __attribute__((section("rarewrite_data"), used))
+#endif
 
 /* Direct stores to protected memory are allowed between begin and end. */
 #define RARE_WRITE_CAP_BEGIN_END 0x1u
@@ -85,11 +134,48 @@ extern "C" {
  */
 RAREWRITE_API int rare_write_init(void);
 
+/*
+ * rare_write_init_caps - rare_write_init() for a program that relies on
+ * RARE_WRITE_CAP_* @need_caps (for example rare_write_begin() around a
+ * function body needs RARE_WRITE_CAP_BEGIN_END). The environment variable
+ * RAREWRITE_NEED="begin_end[,thread_local]" adds to @need_caps, so a
+ * program can be run so without a rebuild.
+ *
+ * "auto" then picks a backend that has them: pkey where the CPU has
+ * protection keys, else mprotect for begin_end (every thread of the process
+ * can write while a window is open, and each window costs two mprotect()
+ * calls: slower and weaker than pwrite, the plain "auto" choice, which has
+ * no windows). thread_local is pkey only. Returns -ENOTSUP, after one line
+ * on stderr, when no backend here has them, when the backend named in
+ * RAREWRITE_BACKEND lacks them, or when an earlier init chose a backend
+ * without them; -EINVAL for unknown bits or names in RAREWRITE_NEED.
+ * Otherwise as rare_write_init(), which is rare_write_init_caps(0).
+ */
+RAREWRITE_API int rare_write_init_caps(unsigned need_caps);
+
 /* Name of the backend in force, or "none" before a successful init. */
 RAREWRITE_API const char *rare_write_backend(void);
 
 /* RARE_WRITE_CAP_* bits of the backend in force; 0 before init. */
 RAREWRITE_API unsigned rare_write_caps(void);
+
+/*
+ * rare_write_is_protected - 1 if [@addr, @addr + @len) lies wholly inside
+ * the caller-writable part of one protected region (a __wr_rare section or
+ * a rare_pool's objects), so that rare_write() and friends accept it; 0
+ * otherwise (ordinary memory, or straddling a region's edge). Before init
+ * it answers for the memory that init will protect. @len 0 asks about the
+ * byte at @addr. Lock-free and async-signal-safe.
+ *
+ * For code handed a pointer that may or may not be protected, such as a
+ * caller-owned struct linked into a protected list:
+ *
+ *	if (rare_write_is_protected(&n->next, sizeof(n->next)))
+ *		rare_write(n->next, next);
+ *	else
+ *		n->next = next;
+ */
+RAREWRITE_API int rare_write_is_protected(const void *addr, size_t len);
 
 /*
  * rare_write_memcpy - copy @len bytes from @src to protected memory at @dst.
@@ -110,6 +196,20 @@ RAREWRITE_API void rare_write_memset(void *dst, int c, size_t len);
  * @val is converted as if it initialised an object of @var's type, so a
  * value of an incompatible type is a compile error or -Wall warning.
  * @var is evaluated once.
+ *
+ * Bitfields: @var must have an address, so a bitfield is a compile error.
+ * Write the containing struct instead: through rare_write_map() on it, or
+ * by copying it, changing the field in the copy and rare_write()-ing the
+ * whole struct back.
+ *
+ * Memory ordering: rare_write() is a function call (a compiler barrier)
+ * that returns once the new value is visible to every thread; an aligned
+ * 1/2/4/8-byte write is one store, never torn. On x86-64 that makes it a
+ * release store: it can replace __atomic_store_n(..., __ATOMIC_RELEASE) to
+ * publish an object initialised before it, and lock-free readers pair it
+ * with an acquire load as usual. On other architectures put
+ * __atomic_thread_fence(__ATOMIC_RELEASE) before it. It is not a
+ * read-modify-write: see rare_write_add().
  */
 #define rare_write(var, val)                                                   \
 	(__extension__({                                                       \
@@ -121,10 +221,37 @@ RAREWRITE_API void rare_write_memset(void *dst, int c, size_t len);
 	}))
 
 /*
+ * rare_write_add - add @delta to the protected integer @var (1, 2, 4 or 8
+ * bytes, signed or unsigned, wrapping like unsigned arithmetic); evaluates
+ * to the new value. `var++` is a load and a store: rare_write(var, var + 1)
+ * from two threads can lose an increment. Every rare_write_add() in the
+ * process is serialised (one lock, signals blocked while held), so
+ * concurrent adds all land; a plain rare_write() racing with it to the same
+ * variable is not serialised, so guard other read-modify-writes (a flag
+ * set, a list splice) with a lock of your own around the read and the
+ * rare_write(). Readers see the old or the new value, never a mix.
+ */
+RAREWRITE_API unsigned long long rare_write_add_(void *dst, size_t size,
+						 unsigned long long delta);
+#define rare_write_add(var, delta)                                             \
+	(__extension__({                                                       \
+		__typeof__(var) *rare_write_add_dst_ = &(var);                 \
+		_Static_assert(                                                \
+			sizeof(var) == 1 || sizeof(var) == 2 ||                \
+				sizeof(var) == 4 || sizeof(var) == 8,          \
+			"rare_write_add: integers of 1, 2, 4, 8 bytes");       \
+		(__typeof__(var))rare_write_add_((void *)rare_write_add_dst_,  \
+						 sizeof(var),                  \
+						 (unsigned long long)(delta)); \
+	}))
+
+/*
  * rare_write_begin/end - open and close a window in which the calling
  * thread may store directly to protected memory. Windows nest; each begin
  * needs its end on the same thread. Only on backends with
- * RARE_WRITE_CAP_BEGIN_END (pkey, mprotect); elsewhere begin aborts.
+ * RARE_WRITE_CAP_BEGIN_END (pkey, mprotect); elsewhere begin aborts (ask
+ * for a backend that has them with RAREWRITE_NEED=begin_end or
+ * rare_write_init_caps()).
  * Whether other threads can write during the window is what
  * RARE_WRITE_CAP_THREAD_LOCAL says. Keep windows short and do not call
  * fork() or block inside one.
@@ -216,6 +343,16 @@ rare_pool_create_with(size_t capacity, const struct rare_pool_opts *opts);
 RAREWRITE_API void *rare_alloc(struct rare_pool *pool, size_t size);
 RAREWRITE_API void rare_free(struct rare_pool *pool, void *obj);
 RAREWRITE_API void rare_pool_destroy(struct rare_pool *pool);
+
+#ifdef RAREWRITE_CHECK_WRITES
+/* Check mode: protected objects are const; the calls that write them
+ * legitimately take them without a warning. */
+#define rare_write_memcpy(dst, src, len)                                       \
+	(rare_write_memcpy)((void *)(dst), (src), (len))
+#define rare_write_memset(dst, c, len)                                         \
+	(rare_write_memset)((void *)(dst), (c), (len))
+#define rare_write_map(addr, len) (rare_write_map)((void *)(addr), (len))
+#endif
 
 /*
  * Internal: each program or shared library that includes this header

@@ -728,25 +728,90 @@ static void fork_child(void)
 	pthread_mutex_init(&registry_lock, NULL);
 }
 
-static int backend_named(const char *name, const struct rw_backend **out)
+/*
+ * The backend called @name, set up, with every capability in @need. "auto"
+ * (or no name) tries them in order of preference: pkey, then pwrite, which
+ * has no windows, then mprotect, which has; so a program that needs windows
+ * gets pkey where the CPU has it, else mprotect. With @why, failures are
+ * also said in one line on stderr, naming @why's call.
+ */
+static int backend_named(const char *name, unsigned need, const char *why,
+			 const struct rw_backend **out)
 {
+	static const struct rw_backend *const by_preference[] = {
+		&rw_backend_pkey,   &rw_backend_pwrite,	 &rw_backend_mprotect,
+		&rw_backend_shadow, &rw_backend_process,
+	};
+	int err;
+
 	if (!name || !*name || !strcmp(name, "auto")) {
-		/* pkey where the machine has it, else pwrite */
-		*out = backend_use(&rw_backend_pkey) ? &rw_backend_pwrite
-						     : &rw_backend_pkey;
-		return backend_use(*out);
+		for (size_t i = 0;
+		     i < sizeof(by_preference) / sizeof(by_preference[0]);
+		     i++) {
+			*out = by_preference[i];
+			if (((*out)->caps & need) != need)
+				continue;
+			err = backend_use(*out);
+			if (!err)
+				return 0;
+			/* Without needs, auto means pkey, else pwrite. */
+			if (!need && *out == &rw_backend_pwrite) {
+				if (why)
+					rw_say(why, "backend pwrite (auto): %s",
+					       strerror(-err));
+				return err;
+			}
+		}
+		if (why)
+			rw_say(why, "no backend on this machine has %s%s%s",
+			       need & RARE_WRITE_CAP_BEGIN_END ? "begin_end"
+							       : "",
+			       need == (RARE_WRITE_CAP_BEGIN_END |
+					RARE_WRITE_CAP_THREAD_LOCAL)
+				       ? ","
+				       : "",
+			       need & RARE_WRITE_CAP_THREAD_LOCAL
+				       ? "thread_local"
+				       : "");
+		return -ENOTSUP;
 	}
 	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
 		if (!strcmp(name, backends[i].name)) {
 			*out = backends[i].backend;
-			return backend_use(*out);
+			if (((*out)->caps & need) != need) {
+				if (why)
+					rw_say(why,
+					       "backend %s (RAREWRITE_BACKEND) "
+					       "has no %s, which the program "
+					       "needs (RAREWRITE_NEED, "
+					       "rare_write_init_caps())",
+					       name,
+					       need & ~(*out)->caps &
+							       RARE_WRITE_CAP_BEGIN_END
+						       ? "begin_end"
+						       : "thread_local");
+				return -ENOTSUP;
+			}
+			err = backend_use(*out);
+			if (err && why)
+				rw_say(why,
+				       "backend %s (RAREWRITE_BACKEND) is not "
+				       "available on this machine: %s",
+				       name, strerror(-err));
+			return err;
 		}
+	if (why)
+		rw_say(why,
+		       "unknown backend \"%.32s\" in RAREWRITE_BACKEND "
+		       "(auto, pkey, pwrite, shadow, mprotect, process)",
+		       name);
 	return -EINVAL;
 }
 
-static int choose_backend(const struct rw_backend **out)
+static int choose_backend(unsigned need, const struct rw_backend **out)
 {
-	return backend_named(getenv("RAREWRITE_BACKEND"), out);
+	return backend_named(getenv("RAREWRITE_BACKEND"), need,
+			     "rare_write_init", out);
 }
 
 int rw_backend_lookup(const char *name, const struct rw_backend **out)
@@ -758,32 +823,56 @@ int rw_backend_lookup(const char *name, const struct rw_backend **out)
 		return 0;
 	}
 	pthread_mutex_lock(&registry_lock);
-	err = backend_named(name, out);
+	err = backend_named(name, 0, NULL, out);
 	pthread_mutex_unlock(&registry_lock);
 	return err;
 }
 
+/* What an initialised process offers against what the caller needs. */
+static int caps_check(unsigned need)
+{
+	if ((table.backend->caps & need) == need)
+		return 0;
+	rw_say("rare_write_init_caps",
+	       "backend %s, chosen by an earlier init, lacks capabilities %#x",
+	       table.backend->name, need & ~table.backend->caps);
+	return -ENOTSUP;
+}
+
 int rare_write_init(void)
+{
+	return rare_write_init_caps(0);
+}
+
+int rare_write_init_caps(unsigned need_caps)
 {
 	static bool atfork_registered;
 	const struct rw_backend *b = NULL;
 	struct rw_region *r;
-	int err;
+	unsigned need = need_caps;
+	int err = rw_env_need(&need);
 
+	if (err)
+		return err;
+	if (need & ~(RARE_WRITE_CAP_BEGIN_END | RARE_WRITE_CAP_THREAD_LOCAL)) {
+		rw_say("rare_write_init_caps", "unknown capability bits %#x",
+		       need);
+		return -EINVAL;
+	}
 	if (rw_initialised())
-		return 0;
+		return caps_check(need);
 	if (window_depth)
 		rw_die("rare_write_init", NULL, "called inside an open window");
 	pthread_mutex_lock(&registry_lock);
 	if (table.initialised) {
 		pthread_mutex_unlock(&registry_lock);
-		return 0;
+		return caps_check(need);
 	}
 	if (table.preinit_windows)
 		rw_die("rare_write_init", NULL,
 		       "called while another thread has a window open");
 	rw_page_size = (size_t)sysconf(_SC_PAGESIZE);
-	err = choose_backend(&b);
+	err = choose_backend(need, &b);
 	if (err)
 		goto out;
 	table.backend = b;

@@ -190,6 +190,13 @@ RW_HIDDEN bool rw_initialised(void);
  * sit in the program's writable .bss). A no-op in static programs. */
 RW_HIDDEN void rw_section_check_copies(void);
 
+/* env.c: one line "rarewrite: @call: ..." on stderr (no abort). */
+RW_HIDDEN __attribute__((format(printf, 2, 3))) void
+rw_say(const char *call, const char *fmt, ...);
+/* Add the RARE_WRITE_CAP_* bits of RAREWRITE_NEED to *@need: 0 or -EINVAL
+ * (said on stderr). */
+RW_HIDDEN int rw_env_need(unsigned *need);
+
 /* A bounded line built without snprintf (async-signal-safe). */
 struct rw_buf {
 	size_t len;

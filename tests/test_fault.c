@@ -31,31 +31,6 @@ static __attribute__((noinline)) void fault_store_fn(void *arg)
 	*(volatile long *)&fault_target.b = 0x77;
 }
 
-/* Run @fn(@arg) in a sub-child with stderr captured into @msg. */
-static int run_captured(void (*fn)(void *), void *arg, char *msg, size_t cap)
-{
-	struct capture_arg c = {fn, arg, -1};
-	size_t got = 0;
-	int p[2], status;
-
-	CHECK(pipe(p) == 0);
-	c.fd = p[1];
-	status = run_in_child(capture_child, &c);
-	close(p[1]);
-	for (;;) {
-		ssize_t n = read(p[0], msg + got, cap - 1 - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(p[0]);
-	msg[got] = 0;
-	return status;
-}
-
 static const char prefix[] = "rarewrite: write to protected memory at 0x";
 static const char fix[] = ": write it with rare_write() or inside a window\n";
 

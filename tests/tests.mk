@@ -32,7 +32,7 @@ $(B)/tests/copyreloc-nocopy: tests/copyreloc_main.c $(HEADERS) $(B)/tests/libdso
 
 $(TEST_BIN): $(COPYRELOC_BINS)
 
-check: $(TEST_BIN) check-compile-fail
+check: $(TEST_BIN) check-compile-fail check-write-sites
 	$(TEST_BIN)
 
 # rare_write() is type-checked: tests/compile_fail/ok_*.c must compile with
@@ -48,13 +48,29 @@ check-compile-fail:
 		echo "ok   compile-fail $$f"; \
 	done
 
+# Check mode (-DRAREWRITE_CHECK_WRITES): a half-ported file compiles as it
+# is; in check mode the compiler must report exactly the lines marked
+# UNCONVERTED, by file and line, with every compiler we have.
+SITES := tests/compile_fail/check_sites.c
+check-write-sites:
+	@for cc in $(CC) $(shell command -v clang); do \
+		$$cc $(USER_CFLAGS) -Werror -fsyntax-only $(SITES) || \
+			{ echo "FAIL write sites: $(SITES) does not build ($$cc)"; exit 1; }; \
+		want=$$(grep -n UNCONVERTED $(SITES) | grep -v '^[0-9]*: \*' | cut -d: -f1 | sort -n | tr '\n' ' '); \
+		got=$$($$cc $(USER_CFLAGS) -DRAREWRITE_CHECK_WRITES -fsyntax-only $(SITES) 2>&1 | \
+			sed -n 's|^$(SITES):\([0-9]*\):[0-9]*: error: .*|\1|p' | sort -nu | tr '\n' ' '); \
+		if [ "$$want" != "$$got" ]; then \
+			echo "FAIL write sites ($$cc): want lines $$want, compiler named $$got"; exit 1; fi; \
+		echo "ok   write sites ($$cc): lines $$got"; \
+	done
+
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 check-asan:
 	$(MAKE) B=build-asan EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer" \
 		EXTRA_LDFLAGS="-fsanitize=address,undefined" build-asan/tests/run
 	ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_sigbus=0 UBSAN_OPTIONS=halt_on_error=1 build-asan/tests/run
 
-.PHONY: check check-asan check-compile-fail
+.PHONY: check check-asan check-compile-fail check-write-sites
 
 # Install into a staging prefix and build the demo exactly as a user would:
 # cc prog.c $(pkg-config --cflags --libs rarewrite), shared and static.

@@ -89,13 +89,42 @@ static inline void expect_abort(void (*fn)(void *), void *arg, const char *call,
 	expect_abort_addr(fn, arg, call, addr, true);
 }
 
-/* The sub-child running @fn(@arg) must die by SIGSEGV. */
+/* Run @fn(@arg) in a sub-child with stderr captured into @msg. */
+static inline int run_captured(void (*fn)(void *), void *arg, char *msg,
+			       size_t cap)
+{
+	struct capture_arg c = {fn, arg, -1};
+	size_t got = 0;
+	int p[2], status;
+
+	CHECK(pipe(p) == 0);
+	c.fd = p[1];
+	status = run_in_child(capture_child, &c);
+	close(p[1]);
+	for (;;) {
+		ssize_t n = read(p[0], msg + got, cap - 1 - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(p[0]);
+	msg[got] = 0;
+	return status;
+}
+
+/* The sub-child running @fn(@arg) must die by SIGSEGV. Its stderr (the
+ * library's fault report) is shown only if it does not. */
 static inline void expect_segv(void (*fn)(void *), void *arg)
 {
-	int status = run_in_child(fn, arg);
+	char msg[1024];
+	int status = run_captured(fn, arg, msg, sizeof(msg));
 
 	if (child_killed_by(status) != SIGSEGV)
-		fprintf(stderr, "expected SIGSEGV, got status %#x\n", status);
+		fprintf(stderr, "expected SIGSEGV, got status %#x: %s\n",
+			status, msg);
 	CHECK(child_killed_by(status) == SIGSEGV);
 }
 

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+/*
+ * env.c - what the environment asks of rare_write_init(), and how the
+ * library says that it cannot: one line on stderr, then an error code.
+ *
+ * RAREWRITE_NEED lists the capabilities the program relies on, so that a
+ * port that wraps code in rare_write_begin()/rare_write_end() can run with
+ * RAREWRITE_BACKEND unset: "auto" then picks a backend that has them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rarewrite.h"
+#include "internal.h"
+
+void rw_say(const char *call, const char *fmt, ...)
+{
+	char msg[320];
+	int n = snprintf(msg, sizeof(msg), "rarewrite: %s: ", call);
+	va_list ap;
+
+	va_start(ap, fmt);
+	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(msg) - 2)
+		n = sizeof(msg) - 2;
+	msg[n++] = '\n';
+	if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
+		/* nothing better to do */
+	}
+}
+
+static const struct {
+	const char *name;
+	unsigned cap;
+} cap_names[] = {
+	{"begin_end", RARE_WRITE_CAP_BEGIN_END},
+	{"thread_local", RARE_WRITE_CAP_THREAD_LOCAL},
+};
+
+int rw_env_need(unsigned *need)
+{
+	const char *env = getenv("RAREWRITE_NEED");
+
+	while (env && *env) {
+		size_t len = strcspn(env, ",");
+		size_t i;
+
+		for (i = 0; i < sizeof(cap_names) / sizeof(cap_names[0]); i++)
+			if (len == strlen(cap_names[i].name) &&
+			    !strncmp(env, cap_names[i].name, len))
+				break;
+		if (i == sizeof(cap_names) / sizeof(cap_names[0])) {
+			rw_say("rare_write_init",
+			       "unknown capability \"%.*s\" in RAREWRITE_NEED "
+			       "(begin_end, thread_local)",
+			       (int)(len > 32 ? 32 : len), env);
+			return -EINVAL;
+		}
+		*need |= cap_names[i].cap;
+		env += len + (env[len] == ',');
+	}
+	return 0;
+}

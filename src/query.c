@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: MIT
+/*
+ * query.c - ask before writing: code handed a pointer that may or may not
+ * point into protected memory (a caller's struct linked into a protected
+ * list) chooses between rare_write() and a plain store.
+ */
+#include <stdint.h>
+
+#include "rarewrite.h"
+#include "internal.h"
+
+int rare_write_is_protected(const void *addr, size_t len)
+{
+	const struct rw_region *r = rw_region_lookup(addr);
+	uintptr_t a = (uintptr_t)addr;
+
+	if (!r || a < r->user_start)
+		return 0;
+	return (len ? len : 1) <= r->start + r->len - a;
+}

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What porting an existing program needs (issue 12): windows on the default
+ * backend (RAREWRITE_NEED, rare_write_init_caps), one line for every
+ * environment failure, asking whether memory is protected, and a
+ * read-modify-write that loses no update.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+
+#include "harness.h"
+#include "testutil.h"
+
+static long port_value __wr_rare __attribute__((aligned(4096)));
+static uint8_t port_u8 __wr_rare;
+static uint16_t port_u16 __wr_rare;
+static int32_t port_i32 __wr_rare;
+static uint64_t port_u64 __wr_rare;
+
+static bool auto_run(void)
+{
+	return !strcmp(test_backend(), "auto");
+}
+
+struct init_result {
+	int err;
+	char msg[512];
+};
+
+static void init_child(void *arg)
+{
+	unsigned need = (unsigned)(uintptr_t)arg;
+
+	_exit(-rare_write_init_caps(need) & 0xff);
+}
+
+/* rare_write_init_caps(@need) in a child: its return and stderr. */
+static struct init_result init_in_child(unsigned need)
+{
+	struct init_result r;
+	int st = run_captured(init_child, (void *)(uintptr_t)need, r.msg,
+			      sizeof(r.msg));
+
+	CHECK(WIFEXITED(st));
+	r.err = -WEXITSTATUS(st);
+	return r;
+}
+
+static void check_one_line(const char *msg, const char *has)
+{
+	if (!strstr(msg, has))
+		fprintf(stderr, "message '%s' lacks '%s'\n", msg, has);
+	CHECK(!strncmp(msg, "rarewrite: rare_write_init", 26));
+	CHECK(strstr(msg, has));
+	CHECK(strchr(msg, '\n') == msg + strlen(msg) - 1);
+}
+
+/* Windows wherever the program asks for them: auto picks a backend that
+ * has them; a named one without them is refused in one line. */
+static void need_begin_end(bool by_env)
+{
+	struct init_result r;
+
+	if (by_env)
+		setenv("RAREWRITE_NEED", "begin_end", 1);
+	r = init_in_child(by_env ? 0 : RARE_WRITE_CAP_BEGIN_END);
+	if (!strcmp(test_backend(), "pwrite") ||
+	    !strcmp(test_backend(), "shadow") ||
+	    !strcmp(test_backend(), "process")) {
+		CHECK(r.err == -ENOTSUP);
+		check_one_line(r.msg, "has no begin_end");
+		return;
+	}
+	CHECK(r.err == 0 && r.msg[0] == 0);
+	CHECK(rare_write_init_caps(by_env ? 0 : RARE_WRITE_CAP_BEGIN_END) == 0);
+	CHECK(backend_has(RARE_WRITE_CAP_BEGIN_END));
+	if (auto_run())
+		CHECK(!strcmp(rare_write_backend(), "pkey") ||
+		      !strcmp(rare_write_backend(), "mprotect"));
+	rare_write_begin();
+	port_value = 41;
+	rare_write_end();
+	CHECK(port_value == 41);
+	expect_segv(store_long, &port_value);
+}
+
+TEST(port_need_begin_end_env, EXPECT_PASS)
+{
+	need_begin_end(true);
+}
+
+TEST(port_need_begin_end_caps, EXPECT_PASS)
+{
+	need_begin_end(false);
+}
+
+TEST(port_need_thread_local, EXPECT_PASS)
+{
+	struct init_result r = init_in_child(RARE_WRITE_CAP_THREAD_LOCAL |
+					     RARE_WRITE_CAP_BEGIN_END);
+
+	if (!strcmp(test_backend(), "pkey") || (auto_run() && r.err == 0)) {
+		CHECK(r.err == 0);
+		init();
+		CHECK(!strcmp(rare_write_backend(), "pkey"));
+		return;
+	}
+	CHECK(r.err == -ENOTSUP);
+	check_one_line(r.msg, auto_run() ? "no backend on this machine has "
+					   "begin_end,thread_local"
+					 : "has no ");
+}
+
+/* An earlier init that chose a backend without the capability. */
+TEST(port_need_after_init_is_refused, EXPECT_PASS)
+{
+	init();
+	CHECK(rare_write_init_caps(0) == 0);
+	if (backend_has(RARE_WRITE_CAP_BEGIN_END))
+		CHECK(rare_write_init_caps(RARE_WRITE_CAP_BEGIN_END) == 0);
+	else
+		CHECK(rare_write_init_caps(RARE_WRITE_CAP_BEGIN_END) ==
+		      -ENOTSUP);
+}
+
+TEST(port_need_unknown_is_einval, EXPECT_PASS)
+{
+	struct init_result r;
+
+	setenv("RAREWRITE_NEED", "begin_end,teleport", 1);
+	r = init_in_child(0);
+	CHECK(r.err == -EINVAL);
+	check_one_line(r.msg, "unknown capability \"teleport\" in "
+			      "RAREWRITE_NEED");
+	unsetenv("RAREWRITE_NEED");
+	r = init_in_child(0x80);
+	CHECK(r.err == -EINVAL);
+	check_one_line(r.msg, "unknown capability bits");
+}
+
+/* RAREWRITE_BACKEND errors are said, not only returned. */
+TEST(port_unknown_backend_says_so, EXPECT_PASS)
+{
+	struct init_result r;
+
+	setenv("RAREWRITE_BACKEND", "pkeyy", 1);
+	r = init_in_child(0);
+	CHECK(r.err == -EINVAL);
+	check_one_line(r.msg, "unknown backend \"pkeyy\" in "
+			      "RAREWRITE_BACKEND");
+	CHECK(!strcmp(rare_write_backend(), "none"));
+}
+
+TEST(port_unavailable_backend_says_so, EXPECT_PASS)
+{
+	static const char *const names[] = {"pkey", "pwrite", "shadow",
+					    "mprotect", "process"};
+	int tried = 0;
+
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct init_result r;
+
+		setenv("RAREWRITE_BACKEND", names[i], 1);
+		r = init_in_child(0);
+		if (!r.err)
+			continue;
+		tried++;
+		CHECK(r.err == -ENOTSUP);
+		check_one_line(r.msg, "is not available on this machine");
+		CHECK(strstr(r.msg, names[i]));
+	}
+	if (!tried)
+		SKIP("every backend is available here");
+}
+
+/* --- rare_write_is_protected --------------------------------------------- */
+
+TEST(port_is_protected, EXPECT_PASS)
+{
+	long local = 0;
+	struct rare_pool *pool;
+	char *obj;
+
+	/* Before init: what init will protect. */
+	CHECK(rare_write_is_protected(&port_value, sizeof(port_value)) == 1);
+	init();
+	CHECK(rare_write_is_protected(&port_value, sizeof(port_value)) == 1);
+	CHECK(rare_write_is_protected(&port_value, 0) == 1);
+	CHECK(rare_write_is_protected(&local, sizeof(local)) == 0);
+	CHECK(rare_write_is_protected(NULL, 1) == 0);
+	CHECK(rare_write_is_protected(&port_value, 1 << 30) == 0);
+	pool = rare_pool_create(1 << 16);
+	CHECK(pool);
+	obj = rare_alloc(pool, 100);
+	CHECK(obj);
+	CHECK(rare_write_is_protected(obj, 100) == 1);
+	CHECK(rare_write_is_protected(pool, 8) == 0); /* bookkeeping */
+	/* The answer is the one rare_write() acts on. */
+	if (rare_write_is_protected(obj, 8))
+		rare_write(*(long *)obj, 7L);
+	CHECK(*(long *)obj == 7);
+	expect_segv(store_long, obj);
+}
+
+/* --- rare_write_add ----------------------------------------------------------
+ */
+
+TEST(port_add_sizes_and_wrap, EXPECT_PASS)
+{
+	init();
+	rare_write(port_u8, (uint8_t)250);
+	CHECK(rare_write_add(port_u8, 10) == 4);
+	CHECK(port_u8 == 4);
+	CHECK(rare_write_add(port_u16, 65535) == 65535);
+	CHECK(rare_write_add(port_u16, 2) == 1);
+	CHECK(rare_write_add(port_i32, -5) == -5);
+	CHECK(port_i32 == -5);
+	CHECK(rare_write_add(port_u64, 1ULL << 40) == 1ULL << 40);
+	CHECK(rare_write_add(port_value, 3) == 3);
+	expect_segv(store_long, &port_value);
+}
+
+#define ADDERS 4
+#define ADDS 2000
+
+static void *adder(void *unused)
+{
+	(void)unused;
+	for (int i = 0; i < ADDS; i++)
+		rare_write_add(port_value, 1);
+	return NULL;
+}
+
+/* No lost update: every add from every thread lands. */
+TEST(port_add_concurrent_no_lost_update, EXPECT_PASS)
+{
+	pthread_t t[ADDERS];
+
+	init();
+	for (int i = 0; i < ADDERS; i++)
+		CHECK(pthread_create(&t[i], NULL, adder, NULL) == 0);
+	for (int i = 0; i < ADDERS; i++)
+		pthread_join(t[i], NULL);
+	CHECK(port_value == ADDERS * ADDS);
+}
+
+static long plain_long;
+
+static void add_outside(void *unused)
+{
+	(void)unused;
+	rare_write_add(plain_long, 1);
+}
+
+TEST(port_add_outside_aborts, EXPECT_PASS)
+{
+	init();
+	expect_abort(add_outside, NULL, "rare_write_add", &plain_long);
+}
