@@ -53,6 +53,6 @@ REAL_BINS := $(REAL)/sqlite3-plain $(REAL)/sqlite3-rare \
 	$(REAL)/attack-plain $(REAL)/attack-rare
 
 check-real: $(REAL_BINS)
-	real/sqlite/run $(REAL)
+	CC="$(CC)" REAL_CFLAGS="$(REAL_CFLAGS)" real/sqlite/run $(REAL)
 
 .PHONY: check-real
