@@ -282,9 +282,15 @@ RAREWRITE_API void rare_write_unmap(struct rare_write_mapping m);
  *
  * rare_pool_create() reserves @capacity bytes of object space (rounded up;
  * allocator bookkeeping lives in protected memory too) on the process-wide
- * backend. It needs a successful rare_write_init() first; it returns NULL
- * with errno set (EPERM before init, EINVAL for capacity 0, ENOMEM, or the
- * failing system call's errno).
+ * backend. It returns NULL with errno set (EINVAL for capacity 0, ENOMEM,
+ * or the failing system call's errno).
+ *
+ * A pool created before rare_write_init() is plain writable memory until
+ * init, which protects it in place like the __wr_rare section (on the
+ * pool's own backend when it names one): a program can build its
+ * protected heap objects (a registry, an extension array) with plain
+ * stores at start-up and seal everything at once. Its addresses do not
+ * change at init.
  *
  * rare_alloc() returns zeroed protected memory of @size bytes, aligned to
  * 16 bytes (to the page for sizes above 2 KiB), or NULL with errno ENOMEM
@@ -342,6 +348,19 @@ RAREWRITE_API struct rare_pool *
 rare_pool_create_with(size_t capacity, const struct rare_pool_opts *opts);
 RAREWRITE_API void *rare_alloc(struct rare_pool *pool, size_t size);
 RAREWRITE_API void rare_free(struct rare_pool *pool, void *obj);
+
+/*
+ * rare_realloc - resize the object @obj of @pool to @size bytes, keeping
+ * it protected: a growing array of registered extensions behind a
+ * protected pointer stays in protected memory. As realloc(): the contents
+ * up to the smaller size are kept, bytes beyond the old size are zero (so
+ * are bytes given up by shrinking); the result may move, so publish it
+ * with rare_write(). NULL @obj is rare_alloc(). Returns NULL with errno
+ * ENOMEM (the pool is full; @obj is untouched) or EINVAL (@size 0). A
+ * pointer the pool did not hand out aborts, as for rare_free().
+ */
+RAREWRITE_API void *rare_realloc(struct rare_pool *pool, void *obj,
+				 size_t size);
 RAREWRITE_API void rare_pool_destroy(struct rare_pool *pool);
 
 #ifdef RAREWRITE_CHECK_WRITES
@@ -353,6 +372,27 @@ RAREWRITE_API void rare_pool_destroy(struct rare_pool *pool);
 	(rare_write_memset)((void *)(dst), (c), (len))
 #define rare_write_map(addr, len) (rare_write_map)((void *)(addr), (len))
 #endif
+
+/*
+ * rare_write_seal_self - called from a shared library (or any object that
+ * includes this header), seal that object's own __wr_rare section now,
+ * without sealing the program's or other libraries' data; a library
+ * protects its state as soon as it is ready, without the program's
+ * cooperation. The backend is the one rare_write_init() will use (from
+ * RAREWRITE_BACKEND); rare_write_init() later seals everything left.
+ * Idempotent; 0 after init (the section is sealed already) or when the
+ * object has no __wr_rare data. Returns a negative errno as
+ * rare_write_init() does (after one line on stderr).
+ *
+ * Until the program calls rare_write_init(), write the sealed section with
+ * rare_write(), rare_write_memcpy() or rare_write_memset(): a
+ * rare_write_begin() window opens nothing before init, and
+ * rare_write_map() hands out the address itself, so stores through either
+ * fault (with the report). Also until init the region table is ordinary
+ * memory. In a static program all objects share one section, so there it
+ * seals the program's data too.
+ */
+RAREWRITE_API int rare_write_seal_section_(void *start, void *stop);
 
 /*
  * Internal: each program or shared library that includes this header
@@ -370,6 +410,12 @@ rare_write_register_this_object_(void)
 {
 	rare_write_register_section_(__start_rarewrite_data,
 				     __stop_rarewrite_data);
+}
+
+static inline __attribute__((unused)) int rare_write_seal_self(void)
+{
+	return rare_write_seal_section_(__start_rarewrite_data,
+					__stop_rarewrite_data);
 }
 
 #ifdef __cplusplus

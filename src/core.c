@@ -192,7 +192,13 @@ void rw_write(const struct rw_seg *segs, unsigned n)
 	if (!n)
 		return;
 	if (!rw_initialised()) {
-		write_plain(segs, n);
+		/* Before init only a section that its library sealed itself
+		 * (rare_write_seal_self()) is protected. */
+		for (i = 0; i < n; i++)
+			if (segs[i].region->protected_)
+				segs[i].region->backend->write(&segs[i], 1);
+			else
+				write_plain(&segs[i], 1);
 		return;
 	}
 	b = segs[0].region->backend;
@@ -537,8 +543,8 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 		       "called inside an open window");
 	pthread_mutex_lock(&registry_lock);
 	if (!b)
-		b = table.backend;
-	err = backend_use(b); /* a pool's own level, set up on first use */
+		b = table.backend;    /* NULL before init: init's choice */
+	err = b ? backend_use(b) : 0; /* a pool's own level, on first use */
 	if (err)
 		goto out;
 	r = region_alloc();
@@ -551,11 +557,20 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 				    .backend = b,
 				    .fd = -1,
 				    .seal = seal};
-	err = b->create(&filled);
+	if (table.initialised) {
+		err = b->create(&filled);
+		filled.protected_ = true;
+	} else {
+		/* Plain memory until init adopts it, like a section. */
+		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		err = p == MAP_FAILED ? -errno : 0;
+		filled.start = (uintptr_t)p;
+	}
 	if (err)
 		goto out;
 	filled.user_start = filled.start + meta_len;
-	filled.protected_ = true;
 	region_commit(r, &filled, RW_REGION_POOL);
 out:
 	pthread_mutex_unlock(&registry_lock);
@@ -578,18 +593,26 @@ void rw_region_destroy(struct rw_region *r)
 	TABLE_SET(r->kind, RW_REGION_FREE); /* lookups stop matching first */
 	table_store(r, &(struct rw_region){.kind = RW_REGION_FREE, .fd = -1},
 		    sizeof(*r));
-	gone.backend->destroy(&gone);
+	if (gone.protected_)
+		gone.backend->destroy(&gone);
+	else /* created before init: still plain memory */
+		munmap((void *)gone.start, gone.len);
 	pthread_mutex_unlock(&registry_lock);
 }
 
-static int adopt_section(struct rw_region *r)
+static int adopt_on(struct rw_region *r, const struct rw_backend *b)
 {
 	if (r->start % rw_page_size || r->len % rw_page_size)
 		rw_die("rare_write_init", (void *)r->start,
 		       "__wr_rare section is not page-aligned; link with "
 		       "$(pkg-config --libs rarewrite)");
-	r->backend = table.backend;
+	r->backend = b;
 	return r->backend->adopt(r);
+}
+
+static int adopt_section(struct rw_region *r)
+{
+	return adopt_on(r, table.backend);
 }
 
 void rare_write_register_section_(void *start, void *stop)
@@ -844,9 +867,70 @@ int rare_write_init(void)
 	return rare_write_init_caps(0);
 }
 
-int rare_write_init_caps(unsigned need_caps)
+/* The fork hooks, once: at init or at the first rare_write_seal_self(). */
+static int register_atfork(void)
 {
 	static bool atfork_registered;
+	int err;
+
+	if (atfork_registered)
+		return 0;
+	err = -pthread_atfork(fork_prepare, fork_parent, fork_child);
+	atfork_registered = !err;
+	return err;
+}
+
+/*
+ * A shared library seals its own section before the program's init: on the
+ * backend init will choose (from the environment), now, for that section
+ * only. Everything else stays plain until rare_write_init().
+ */
+int rare_write_seal_section_(void *start, void *stop)
+{
+	const struct rw_backend *b;
+	struct rw_region *r, filled;
+	int err;
+
+	if (!start || start == stop)
+		return 0; /* this object has no __wr_rare data */
+	if (window_depth)
+		rw_die("rare_write_seal_self", start,
+		       "called inside an open window");
+	pthread_mutex_lock(&registry_lock);
+	r = rw_region_lookup(start);
+	if (!r || r->kind != RW_REGION_SECTION ||
+	    r->start != (uintptr_t)start) {
+		pthread_mutex_unlock(&registry_lock);
+		rw_die("rare_write_seal_self", start,
+		       "not a registered __wr_rare section");
+	}
+	err = 0;
+	if (r->protected_)
+		goto out; /* init, or an earlier call, sealed it */
+	if (table.preinit_windows)
+		rw_die("rare_write_seal_self", start,
+		       "called while a thread has a window open");
+	rw_page_size = (size_t)sysconf(_SC_PAGESIZE);
+	err = choose_backend(0, &b);
+	if (!err)
+		err = register_atfork();
+	if (err)
+		goto out;
+	rw_section_check_copies(); /* its variables are still inside */
+	filled = *r;
+	err = adopt_on(&filled, b);
+	if (err)
+		goto out;
+	filled.protected_ = true;
+	table_store(r, &filled, sizeof(*r));
+	rw_signal_activate(); /* report stray stores into it */
+out:
+	pthread_mutex_unlock(&registry_lock);
+	return err;
+}
+
+int rare_write_init_caps(unsigned need_caps)
+{
 	const struct rw_backend *b = NULL;
 	struct rw_region *r;
 	unsigned need = need_caps;
@@ -878,19 +962,20 @@ int rare_write_init_caps(unsigned need_caps)
 	table.backend = b;
 	rw_section_check_copies(); /* every section variable is still inside */
 	rw_for_each_region(r) {
-		if (r->kind != RW_REGION_SECTION || r->protected_)
+		if (r->protected_)
 			continue;
-		err = adopt_section(r);
+		/* Sections, and pools created before init on their level (or
+		 * the process-wide one). */
+		err = adopt_on(r, r->kind == RW_REGION_POOL && r->backend
+					  ? r->backend
+					  : table.backend);
 		if (err)
 			goto out;
 		r->protected_ = true;
 	}
-	if (!atfork_registered) {
-		err = -pthread_atfork(fork_prepare, fork_parent, fork_child);
-		if (err)
-			goto out;
-		atfork_registered = true;
-	}
+	err = register_atfork();
+	if (err)
+		goto out;
 	/* Maps opened before init must not change the table under us. */
 	pthread_mutex_lock(&maps_lock);
 	__atomic_store_n(&table.initialised, true, __ATOMIC_RELEASE);

@@ -96,7 +96,7 @@ bool rw_fault_report(void *siginfo, void *ucontext)
 	struct rw_buf b = {0};
 	bool is_write;
 
-	if (si->si_signo != SIGSEGV || si->si_code <= 0 || !rw_initialised())
+	if (si->si_signo != SIGSEGV || si->si_code <= 0)
 		return false; /* sent by kill() or sigqueue(), not a fault */
 	r = rw_region_lookup(si->si_addr);
 	if (!r || !r->protected_)

@@ -93,10 +93,6 @@ struct rare_pool *rare_pool_create_with(size_t capacity,
 	struct rw_seg seg;
 	int err;
 
-	if (!rw_initialised()) {
-		errno = EPERM;
-		return NULL;
-	}
 	if (opts && (opts->flags & ~RARE_POOL_SEAL)) {
 		errno = EINVAL;
 		return NULL;
@@ -322,4 +318,65 @@ void rare_free(struct rare_pool *pool, void *obj)
 		rw_die("rare_free", obj, "double free or not an object start");
 	}
 	pthread_mutex_unlock(pool_lock(pool));
+}
+
+/* The size of the object at @obj in @pool, or abort naming @call. */
+static size_t object_size(const char *call, struct rare_pool *pool, void *obj)
+{
+	uintptr_t off = (uintptr_t)obj - pool->objects;
+	size_t p = off / rw_page_size, size = 0;
+	struct page_meta m;
+
+	if ((uintptr_t)obj < pool->objects || p >= pool->bump)
+		rw_die(call, obj, "not allocated from pool %p", (void *)pool);
+	pthread_mutex_lock(pool_lock(pool));
+	m = pool->meta[p];
+	pthread_mutex_unlock(pool_lock(pool));
+	if (m.state >= 1 && m.state <= NR_CLASSES) {
+		unsigned c = m.state - 1u;
+		size_t slot = (off % rw_page_size) >> (c + MIN_SHIFT);
+
+		if (!(off % ((size_t)1 << (c + MIN_SHIFT))) &&
+		    (m.used_slots[slot / 64] & (1ULL << (slot % 64))))
+			size = (size_t)1 << (c + MIN_SHIFT);
+	} else if (m.state == PAGE_LARGE_HEAD && !(off % rw_page_size)) {
+		size = m.run * rw_page_size;
+	}
+	if (!size)
+		rw_die(call, obj, "freed or not an object start");
+	return size;
+}
+
+void *rare_realloc(struct rare_pool *pool, void *obj, size_t size)
+{
+	struct rw_region *r;
+	struct rw_seg seg;
+	size_t old;
+	void *n;
+
+	if (!obj)
+		return rare_alloc(pool, size);
+	r = pool_region("rare_realloc", pool);
+	old = object_size("rare_realloc", pool, obj);
+	if (!size) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (size <= old) {
+		/* Shrinking in place: the bytes given up read as zero, as
+		 * they would in a fresh object grown back later. */
+		seg = (struct rw_seg){.region = r,
+				      .dst = (char *)obj + size,
+				      .len = old - size};
+		if (seg.len)
+			rw_write(&seg, 1);
+		return obj;
+	}
+	n = rare_alloc(pool, size);
+	if (!n)
+		return NULL; /* errno ENOMEM; @obj is untouched */
+	seg = (struct rw_seg){.region = r, .dst = n, .src = obj, .len = old};
+	rw_write(&seg, 1);
+	rare_free(pool, obj);
+	return n;
 }

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "harness.h"
 #include "testutil.h"
@@ -12,6 +13,66 @@
 long *dso_protected_addr(void);
 void dso_rare_set(long v);
 extern long dso_plain;
+int dso_seal_self(void);
+
+/* --- a library sealing itself (issue 12 item 6) ------------------------- */
+
+static void dso_rare_set_99(void *unused)
+{
+	(void)unused;
+	dso_rare_set(99);
+	CHECK(*dso_protected_addr() == 99);
+}
+
+static long program_own __wr_rare = 3;
+
+TEST(dso_seal_self_seals_only_the_library, EXPECT_PASS)
+{
+	long *p = dso_protected_addr();
+
+	CHECK(dso_seal_self() == 0);
+	CHECK(dso_seal_self() == 0);		      /* idempotent */
+	CHECK(!strcmp(rare_write_backend(), "none")); /* no init yet */
+	/* The library's data: sealed now; rare_write() gets in. */
+	expect_segv(store_long, p);
+	dso_rare_set(72);
+	CHECK(*p == 72);
+	rare_write(*p, 73L);
+	CHECK(*p == 73);
+	/* The program's own section stays plain until its init. */
+	*(volatile long *)&program_own = 4;
+	CHECK(program_own == 4);
+	/* fork: the child's writes stay in the child */
+	CHECK(run_in_child(dso_rare_set_99, NULL) == CHILD_OK);
+	CHECK(*p == 73);
+	init(); /* seals everything left */
+	CHECK(program_own == 4 && *p == 73);
+	expect_segv(store_long, &program_own);
+	expect_segv(store_long, p);
+	rare_write(program_own, 5L);
+	dso_rare_set(74);
+	CHECK(program_own == 5 && *p == 74);
+}
+
+TEST(dso_seal_self_after_init_is_a_no_op, EXPECT_PASS)
+{
+	init();
+	CHECK(dso_seal_self() == 0);
+	dso_rare_set(75);
+	CHECK(*dso_protected_addr() == 75);
+	expect_segv(store_long, dso_protected_addr());
+}
+
+TEST(dso_seal_self_reports_stray_store, EXPECT_PASS)
+{
+	char msg[1024];
+	int st;
+
+	CHECK(dso_seal_self() == 0);
+	st = run_captured(store_long, dso_protected_addr(), msg, sizeof(msg));
+	CHECK(child_killed_by(st) == SIGSEGV);
+	CHECK(strstr(msg, "(dso_protected+0x0 in libdso.so) by pc "));
+}
 
 TEST(dso_section_plain_before_init, EXPECT_PASS)
 {

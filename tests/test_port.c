@@ -260,3 +260,136 @@ TEST(port_add_outside_aborts, EXPECT_PASS)
 	init();
 	expect_abort(add_outside, NULL, "rare_write_add", &plain_long);
 }
+
+/* --- pools before init, rare_realloc ------------------------------------ */
+
+struct ext {
+	long id;
+	void (*fn)(void);
+};
+
+static struct ext *__wr_rare port_exts; /* a protected pointer ... */
+static size_t port_nr_exts __wr_rare;	/* ... to a growing array */
+
+static void ext_fn(void)
+{
+}
+
+static void add_ext(struct rare_pool *pool, long id)
+{
+	struct ext *a =
+		rare_realloc(pool, port_exts, (port_nr_exts + 1) * sizeof(*a));
+
+	CHECK(a);
+	rare_write(a[port_nr_exts], ((struct ext){id, ext_fn}));
+	rare_write(port_exts, a);
+	rare_write(port_nr_exts, port_nr_exts + 1);
+}
+
+static void check_exts(size_t n)
+{
+	CHECK(port_nr_exts == n);
+	for (size_t i = 0; i < n; i++)
+		CHECK(port_exts[i].id == (long)i && port_exts[i].fn == ext_fn);
+}
+
+/* Built with plain stores before init, protected in place by init, on
+ * the process-wide backend and on a level of its own. */
+static void pool_before_init(const char *level)
+{
+	struct rare_pool *pool = rare_pool_create_with(
+		1 << 20, &(struct rare_pool_opts){.backend = level});
+	struct ext *a;
+	long *counter;
+
+	if (!pool && errno == ENOTSUP)
+		SKIP("backend not available as a level");
+	CHECK(pool);
+	counter = rare_alloc(pool, sizeof(*counter));
+	a = rare_alloc(pool, 4 * sizeof(*a));
+	CHECK(counter && a);
+	*counter = 11; /* plain stores: not protected yet */
+	for (long i = 0; i < 4; i++)
+		a[i] = (struct ext){i, ext_fn};
+	port_exts = a;
+	port_nr_exts = 4;
+	CHECK(rare_write_is_protected(a, 4 * sizeof(*a)));
+	init();
+	CHECK(*counter == 11);
+	check_exts(4);
+	expect_segv(store_long, counter);
+	expect_segv(store_long, &a[1].fn);
+	CHECK(rare_write(*counter, 12L) == 12);
+	/* Growing the registered extensions keeps them protected. */
+	for (long i = 4; i < 200; i++)
+		add_ext(pool, i);
+	check_exts(200);
+	CHECK(rare_write_is_protected(port_exts, 200 * sizeof(*a)));
+	expect_segv(store_long, &port_exts[150].fn);
+	rare_free(pool, counter);
+	rare_pool_destroy(pool);
+}
+
+TEST(port_pool_before_init_default_backend, EXPECT_PASS)
+{
+	pool_before_init(NULL);
+}
+
+TEST(port_pool_before_init_own_level, EXPECT_PASS)
+{
+	pool_before_init("process");
+}
+
+TEST(port_pool_before_init_destroyed_before_init, EXPECT_PASS)
+{
+	struct rare_pool *pool = rare_pool_create(1 << 16);
+
+	CHECK(pool && rare_alloc(pool, 64));
+	rare_pool_destroy(pool);
+	init();
+	pool = rare_pool_create(1 << 16);
+	CHECK(pool && rare_alloc(pool, 64));
+}
+
+TEST(port_realloc_semantics, EXPECT_PASS)
+{
+	struct rare_pool *pool;
+	unsigned char *p, *q;
+
+	init();
+	pool = rare_pool_create(1 << 20);
+	CHECK(pool);
+	p = rare_realloc(pool, NULL, 24); /* NULL: rare_alloc */
+	CHECK(p);
+	rare_write_memset(p, 0xab, 24);
+	q = rare_realloc(pool, p, 20); /* shrink in place, tail zeroed */
+	CHECK(q == p && q[19] == 0xab && q[20] == 0 && q[23] == 0);
+	q = rare_realloc(pool, p, 5000); /* grow: moves to a page run */
+	CHECK(q && q != p);
+	CHECK(q[0] == 0xab && q[19] == 0xab && q[20] == 0 && q[4999] == 0);
+	CHECK(rare_write_is_protected(q, 5000));
+	expect_segv(store_long, q);
+	errno = 0;
+	CHECK(rare_realloc(pool, q, 0) == NULL && errno == EINVAL);
+	errno = 0;
+	CHECK(rare_realloc(pool, q, 1 << 21) == NULL && errno == ENOMEM);
+	CHECK(q[0] == 0xab); /* untouched on failure */
+}
+
+static struct rare_pool *bad_pool;
+static void *bad_obj;
+
+static void realloc_bad(void *unused)
+{
+	(void)unused;
+	rare_realloc(bad_pool, bad_obj, 64);
+}
+
+TEST(port_realloc_foreign_pointer_aborts, EXPECT_PASS)
+{
+	init();
+	bad_pool = rare_pool_create(1 << 16);
+	CHECK(bad_pool);
+	bad_obj = (char *)rare_alloc(bad_pool, 64) + 16;
+	expect_abort(realloc_bad, NULL, "rare_realloc", bad_obj);
+}

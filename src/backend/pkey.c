@@ -380,13 +380,19 @@ static int tag(struct rw_region *r, int key)
 	return 0;
 }
 
+static int pool_key(const struct rw_region *self);
+
 /* The section's pages keep their place and contents; only the key changes.
- * Nothing ever changes them again, so they are sealed. */
+ * Nothing ever changes them again, so they are sealed. A pool created
+ * before init is adopted too: it gets a pool key and is not sealed, so
+ * that rare_pool_destroy() can unmap it. */
 static int pkey_adopt(struct rw_region *r)
 {
-	int err = tag(r, rw_pkey_state.section_key);
+	bool pool = r->kind == RW_REGION_POOL;
+	int err = tag(r, pool ? pool_key(r) : rw_pkey_state.section_key);
 
-	if (!err && rw_pkey_state.seal && seal((void *)r->start, r->len))
+	if (!err && r->seal && rw_pkey_state.seal &&
+	    seal((void *)r->start, r->len))
 		return -errno;
 	return err;
 }
