@@ -705,6 +705,30 @@ static void fork_parent(void)
 }
 
 /*
+ * Views the child did not inherit (MADV_DONTFORK) leave holes where the
+ * next mmap() of any hook could land. Reserve them first; the backends map
+ * their private copies over the reservation. Something already there
+ * (another fork handler's mapping) is not overwritten: the child dies.
+ */
+static void reserve_views(void)
+{
+	struct rw_region *r;
+
+	rw_for_each_region(r) {
+		if (!r->protected_ || !r->backend->dontfork_views)
+			continue;
+		if (mmap((void *)r->start, r->len, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+				 MAP_FIXED_NOREPLACE,
+			 -1, 0) != (void *)r->start)
+			rw_die("fork", (void *)r->start,
+			       "the child has something mapped where protected "
+			       "memory was: %s",
+			       strerror(errno));
+	}
+}
+
+/*
  * The child takes a private copy of the table first: until then it shares
  * the parent's, and writes would reach the parent. The copy stays writable
  * (the child has one thread) while the backends' hooks run.
@@ -724,6 +748,7 @@ static void fork_child(void)
 		table_open_in_child = true;
 		table.vault_fd = fd;
 	}
+	reserve_views();
 	FOR_EACH_FORK_HOOK(fork_child);
 	/* Only the forking thread lives on, under a new id. */
 	memset(table.nested, 0, sizeof(table.nested));

@@ -56,6 +56,9 @@ struct rw_seg {
 struct rw_backend {
 	const char *name;
 	unsigned caps; /* RARE_WRITE_CAP_* */
+	/* Views are MADV_DONTFORK: in the fork child the core reserves their
+	 * place before any hook runs, and fork_child maps over it. */
+	bool dontfork_views;
 
 	/* Probe the machine and set up process-wide state: 0 or -errno. */
 	int (*setup)(void);

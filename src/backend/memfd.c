@@ -116,11 +116,10 @@ int rw_view_fork_copy(int fd, void *at, size_t len, bool seal, unsigned seals)
 
 	if (old != MAP_FAILED)
 		munmap(old, len);
-	/* NOREPLACE: the parent's view was not inherited; if something else
-	 * is there, fail rather than map over it. */
+	/* Over the core's reservation of the view's place (the parent's
+	 * view was not inherited). */
 	if (copy < 0 ||
-	    mmap(at, len, PROT_READ, MAP_SHARED | MAP_FIXED_NOREPLACE, copy,
-		 0) != at ||
+	    mmap(at, len, PROT_READ, MAP_SHARED | MAP_FIXED, copy, 0) != at ||
 	    rw_view_seal(at, len, seal))
 		rw_die("fork", at,
 		       "child cannot take a private copy of protected memory: "

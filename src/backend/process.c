@@ -597,6 +597,7 @@ static void process_fork_child(void)
 const struct rw_backend rw_backend_process = {
 	.name = "process",
 	.caps = 0,
+	.dontfork_views = true,
 	.setup = process_setup,
 	.adopt = process_adopt,
 	.create = process_create,

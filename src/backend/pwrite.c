@@ -140,6 +140,7 @@ static void pwrite_unmap(struct rw_region *r, void *view, void *addr,
 const struct rw_backend rw_backend_pwrite = {
 	.name = "pwrite",
 	.caps = 0,
+	.dontfork_views = true,
 	.setup = pwrite_setup,
 	.adopt = rw_memfd_adopt,
 	.create = rw_memfd_create,

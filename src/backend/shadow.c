@@ -82,6 +82,7 @@ static void shadow_unmap(struct rw_region *r, void *view, void *addr,
 const struct rw_backend rw_backend_shadow = {
 	.name = "shadow",
 	.caps = 0,
+	.dontfork_views = true,
 	.setup = shadow_setup,
 	.adopt = rw_memfd_adopt,
 	.create = rw_memfd_create,
