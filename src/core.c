@@ -605,7 +605,8 @@ static int adopt_on(struct rw_region *r, const struct rw_backend *b)
 	if (r->start % rw_page_size || r->len % rw_page_size)
 		rw_die("rare_write_init", (void *)r->start,
 		       "__wr_rare section is not page-aligned; link with "
-		       "$(pkg-config --libs rarewrite)");
+		       "$(pkg-config --libs rarewrite) (ld.bfd or ld.lld; "
+		       "gold cannot read it)");
 	r->backend = b;
 	return r->backend->adopt(r);
 }

@@ -81,6 +81,25 @@ check-install:
 		$(CC) -static examples/handlers.c -o $(B)/handlers-installed-static $$(pkg-config --static --cflags --libs rarewrite)'
 	LD_LIBRARY_PATH=$(STAGE)/lib RAREWRITE_BACKEND=pwrite $(B)/handlers-installed
 	RAREWRITE_BACKEND=mprotect $(B)/handlers-installed-static
+	@# Every linker that reads the fragment, with the rpath the README
+	@# gives for a library installed outside the default path: no
+	@# LD_LIBRARY_PATH. A plain store must still die with the report.
+	@for ld in bfd lld; do \
+		PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig sh -c '$(CC) -fuse-ld='$$ld' examples/handlers.c -o $(B)/handlers-'$$ld' $$(pkg-config --cflags --libs rarewrite) -Wl,-rpath,$$(pkg-config --variable=libdir rarewrite) -pthread' || \
+			{ echo "FAIL check-install: link with ld.$$ld"; exit 1; }; \
+		RAREWRITE_BACKEND=pwrite $(B)/handlers-$$ld >/dev/null || \
+			{ echo "FAIL check-install: handlers-$$ld"; exit 1; }; \
+		echo "ok   check-install: ld.$$ld"; \
+	done
+	@# gold cannot read INSERT: the link must fail, pointing at the line
+	@# of the fragment that says so.
+	@line=$$(grep -n '^INSERT' rarewrite.ld | cut -d: -f1); \
+	if PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig sh -c '$(CC) -fuse-ld=gold examples/handlers.c -o $(B)/handlers-gold $$(pkg-config --cflags --libs rarewrite) -pthread' 2>$(B)/gold.err; then \
+		echo "FAIL check-install: ld.gold linked with the fragment"; exit 1; fi; \
+	grep -q "rarewrite.ld:$$line:" $(B)/gold.err && \
+		sed -n "$$((line - 1))p" rarewrite.ld | grep -q 'gold is not supported' || \
+		{ echo "FAIL check-install: gold's error does not point at the note"; cat $(B)/gold.err; exit 1; }; \
+	echo "ok   check-install: ld.gold refused at rarewrite.ld:$$line"
 	@# Linked without the fragment, init must refuse loudly (SIGABRT = 134).
 	$(CC) -Iinclude examples/handlers.c -o $(B)/handlers-no-fragment $(B)/librarewrite.a -pthread
 	$(B)/handlers-no-fragment 2>$(B)/no-fragment.err; test $$? -eq 134 && grep -q 'pkg-config' $(B)/no-fragment.err
