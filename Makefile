@@ -48,6 +48,10 @@ include tests/tests.mk
 -include fuzz/fuzz.mk
 -include real/real.mk
 
+# The exported ABI: version node, interposers unversioned and binding.
+check-abi: all
+	sh tests/check-abi.sh $(B) $(CC)
+
 # The kernel port: patch, build and boot Linux 6.12 under QEMU (kernel/README.md).
 kernel-check:
 	kernel/run
@@ -55,4 +59,4 @@ kernel-check:
 clean:
 	rm -rf $(B)
 
-.PHONY: all install clean kernel-check
+.PHONY: all install clean kernel-check check-abi
