@@ -31,7 +31,7 @@ $(B)/librarewrite.so: $(LIB_OBJ) src/exports.map
 $(B)/librarewrite.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $(LIB_OBJ)
 
-install: all
+install: all install-man
 	install -d $(DESTDIR)$(INCLUDEDIR)/rarewrite $(DESTDIR)$(LIBDIR)/pkgconfig
 	install -m 644 include/rarewrite.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 include/rarewrite/list.h $(DESTDIR)$(INCLUDEDIR)/rarewrite/
@@ -47,6 +47,7 @@ include tests/tests.mk
 -include vm/vm.mk
 -include fuzz/fuzz.mk
 -include real/real.mk
+include man/man.mk
 
 # The exported ABI: version node, interposers unversioned and binding.
 check-abi: all

@@ -55,6 +55,10 @@
  * protected store, the process dies by SIGSEGV. On pkey, every handler the
  * program installs, for any signal, may read protected data (never write).
  *
+ * The manual pages (man/, `man rare_write`, `man 7 rarewrite`) document
+ * this API too: keep them and these comments saying the same things
+ * (`make check-docs` checks that every call and macro has a page).
+ *
  * Porting a program: README.md, "Porting an existing program", walks
  * through the steps; the pieces are RAREWRITE_CHECK_WRITES (find write
  * sites at build time), the fault report above, RAREWRITE_NEED and
