@@ -53,6 +53,10 @@ include man/man.mk
 check-abi: all
 	sh tests/check-abi.sh $(B) $(CC)
 
+# The Debian packages: build, lintian, lost-symbol check, install, demo.
+check-deb:
+	sh tests/check-deb.sh $(B)
+
 # The kernel port: patch, build and boot Linux 6.12 under QEMU (kernel/README.md).
 kernel-check:
 	kernel/run
@@ -60,4 +64,4 @@ kernel-check:
 clean:
 	rm -rf $(B)
 
-.PHONY: all install clean kernel-check check-abi
+.PHONY: all install clean kernel-check check-abi check-deb
