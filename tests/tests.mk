@@ -32,7 +32,7 @@ $(B)/tests/copyreloc-nocopy: tests/copyreloc_main.c $(HEADERS) $(B)/tests/libdso
 
 $(TEST_BIN): $(COPYRELOC_BINS)
 
-check: $(TEST_BIN) check-compile-fail check-write-sites
+check: $(TEST_BIN) check-compile-fail check-write-sites check-abi
 	$(TEST_BIN)
 
 # rare_write() is type-checked: tests/compile_fail/ok_*.c must compile with
