@@ -219,3 +219,22 @@ TEST(dso_no_copy_relocation_protected, EXPECT_PASS)
 			  "or inside a window\n"));
 	CHECK(strchr(msg, '\n') == msg + strlen(msg) - 1);
 }
+
+/* Without .symtab (stripped), the report names the region and the file:
+ * "section of fault-stripped+0x10", pc "0x... in fault-stripped". */
+TEST(fault_report_stripped_program_names_region, EXPECT_PASS)
+{
+	char msg[1024];
+	int status = run_sibling("fault-stripped", msg, sizeof(msg));
+
+	if (child_killed_by(status) != SIGSEGV)
+		fprintf(stderr, "fault-stripped: status %#x, stderr '%s'\n",
+			status, msg);
+	CHECK(child_killed_by(status) == SIGSEGV);
+	CHECK(strncmp(msg, "rarewrite: write to protected memory at 0x", 42) ==
+	      0);
+	CHECK(strstr(msg, " (section of fault-stripped+0x10) by pc 0x"));
+	CHECK(strstr(msg, " in fault-stripped: write it with rare_write() or "
+			  "inside a window\n"));
+	CHECK(strchr(msg, '\n') == msg + strlen(msg) - 1);
+}

@@ -1,6 +1,6 @@
 # Tests: one runner binary from tests/*.c, linked against the shared library
 # and a test DSO that has a __wr_rare section of its own.
-TEST_SRC := $(filter-out tests/dso_lib.c tests/copyreloc_main.c,$(wildcard tests/*.c))
+TEST_SRC := $(filter-out tests/dso_lib.c tests/copyreloc_main.c tests/stripped_main.c,$(wildcard tests/*.c))
 TEST_BIN := $(B)/tests/run
 
 $(B)/tests/libdso.so: tests/dso_lib.c $(HEADERS) $(B)/librarewrite.so
@@ -30,7 +30,12 @@ $(B)/tests/copyreloc-nopie: tests/copyreloc_main.c $(HEADERS) $(B)/tests/libdso.
 $(B)/tests/copyreloc-nocopy: tests/copyreloc_main.c $(HEADERS) $(B)/tests/libdso.so
 	$(CC) $(USER_CFLAGS) -fPIC -Wl,-z,nocopyreloc $< -o $@ $(COPYRELOC_LINK)
 
-$(TEST_BIN): $(COPYRELOC_BINS)
+# A stripped program: the fault report names the region and the file.
+$(B)/tests/fault-stripped: tests/stripped_main.c $(HEADERS) $(B)/librarewrite.so
+	$(CC) $(USER_CFLAGS) -s $< -o $@ $(USER_LDFLAGS) -L$(B) -lrarewrite \
+		-Wl,-rpath,'$$ORIGIN/..'
+
+$(TEST_BIN): $(COPYRELOC_BINS) $(B)/tests/fault-stripped
 
 check: $(TEST_BIN) check-compile-fail check-write-sites check-abi
 	$(TEST_BIN)
