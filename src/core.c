@@ -96,20 +96,13 @@ static const struct {
 
 void rw_die(const char *call, const void *addr, const char *fmt, ...)
 {
-	char msg[256];
-	int n = snprintf(msg, sizeof(msg), "rarewrite: %s(%p): ", call, addr);
+	char head[160];
 	va_list ap;
 
+	snprintf(head, sizeof(head), "%s(%p)", call, addr);
 	va_start(ap, fmt);
-	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n - 1, fmt, ap);
+	rw_vsay(head, fmt, ap);
 	va_end(ap);
-	if (n > (int)sizeof(msg) - 2)
-		n = sizeof(msg) - 2;
-	msg[n++] = '\n';
-	/* One write(2): the line arrives whole even from a dying process. */
-	if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
-		/* nothing better to do */
-	}
 	abort();
 }
 

@@ -18,21 +18,28 @@
 #include "rarewrite.h"
 #include "internal.h"
 
-void rw_say(const char *call, const char *fmt, ...)
+void rw_vsay(const char *head, const char *fmt, va_list ap)
 {
 	char msg[320];
-	int n = snprintf(msg, sizeof(msg), "rarewrite: %s: ", call);
-	va_list ap;
+	int n = snprintf(msg, sizeof(msg), "rarewrite: %s: ", head);
 
-	va_start(ap, fmt);
 	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
 	if (n > (int)sizeof(msg) - 2)
 		n = sizeof(msg) - 2;
 	msg[n++] = '\n';
+	/* One write(2): the line arrives whole even from a dying process. */
 	if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
 		/* nothing better to do */
 	}
+}
+
+void rw_say(const char *call, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	rw_vsay(call, fmt, ap);
+	va_end(ap);
 }
 
 static const struct {

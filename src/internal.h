@@ -11,6 +11,7 @@
 #ifndef RAREWRITE_INTERNAL_H
 #define RAREWRITE_INTERNAL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -196,6 +197,28 @@ RW_HIDDEN void rw_section_check_copies(void);
 /* env.c: one line "rarewrite: @call: ..." on stderr (no abort). */
 RW_HIDDEN __attribute__((format(printf, 2, 3))) void
 rw_say(const char *call, const char *fmt, ...);
+/* The same, with "@head" for @call and the arguments in @ap: rw_die() too. */
+RW_HIDDEN void rw_vsay(const char *head, const char *fmt, va_list ap);
+
+/*
+ * Parse the lowercase hex number at *s (as /proc/self/maps prints it),
+ * advancing *s past it. Async-signal-safe: the fault report uses it.
+ */
+static inline uintptr_t rw_parse_hex(const char **s)
+{
+	uintptr_t v = 0;
+
+	for (;; (*s)++) {
+		char c = **s;
+
+		if (c >= '0' && c <= '9')
+			v = v * 16 + (uintptr_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v * 16 + (uintptr_t)(c - 'a' + 10);
+		else
+			return v;
+	}
+}
 /* Add the RARE_WRITE_CAP_* bits of RAREWRITE_NEED to *@need: 0 or -EINVAL
  * (said on stderr). */
 RW_HIDDEN int rw_env_need(unsigned *need);

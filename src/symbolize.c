@@ -212,23 +212,6 @@ static bool find_symbol(const struct file_map *f, uintptr_t v, char *name,
 	return found;
 }
 
-/* Parse a hex number at *s, advancing it. */
-static uintptr_t hex_at(const char **s)
-{
-	uintptr_t v = 0;
-
-	for (;; (*s)++) {
-		char c = **s;
-
-		if (c >= '0' && c <= '9')
-			v = v * 16 + (uintptr_t)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			v = v * 16 + (uintptr_t)(c - 'a' + 10);
-		else
-			return v;
-	}
-}
-
 /* One line of /proc/self/maps: "lo-hi perms offset dev inode   path". */
 static bool maps_line(const char *line, uintptr_t addr, char *path,
 		      size_t path_len, uintptr_t *lo, uint64_t *off)
@@ -237,17 +220,17 @@ static bool maps_line(const char *line, uintptr_t addr, char *path,
 	uintptr_t hi;
 	size_t k = 0;
 
-	*lo = hex_at(&s);
+	*lo = rw_parse_hex(&s);
 	if (*s++ != '-')
 		return false;
-	hi = hex_at(&s);
+	hi = rw_parse_hex(&s);
 	if (addr < *lo || addr >= hi)
 		return false;
 	while (*s && *s != ' ')
 		s++; /* perms */
 	while (*s == ' ')
 		s++;
-	*off = hex_at(&s);
+	*off = rw_parse_hex(&s);
 	for (int field = 0; field < 2; field++) { /* dev, inode */
 		while (*s == ' ')
 			s++;

@@ -153,26 +153,7 @@ static void exec_sibling(void *name)
 /* Run a sibling of the runner; return its wait status and its stderr. */
 static int run_sibling(const char *name, char *msg, size_t cap)
 {
-	struct capture_arg c = {exec_sibling, (void *)name, -1};
-	size_t got = 0;
-	int p[2], status;
-
-	CHECK(pipe(p) == 0);
-	c.fd = p[1];
-	status = run_in_child(capture_child, &c);
-	close(p[1]);
-	for (;;) {
-		ssize_t n = read(p[0], msg + got, cap - 1 - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(p[0]);
-	msg[got] = 0;
-	return status;
+	return run_captured(exec_sibling, (void *)name, msg, cap);
 }
 
 static void expect_copy_refused(const char *prog)

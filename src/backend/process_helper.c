@@ -467,30 +467,14 @@ static void drop_outside(uintptr_t lo, uintptr_t hi, const struct keep *k,
 	}
 }
 
-static uintptr_t hex(const char **p)
-{
-	uintptr_t v = 0;
-
-	for (;; (*p)++) {
-		char c = **p;
-
-		if (c >= '0' && c <= '9')
-			v = v * 16 + (uintptr_t)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			v = v * 16 + (uintptr_t)(c - 'a' + 10);
-		else
-			return v;
-	}
-}
-
 /* Parse one maps line: "lo-hi perms offset dev inode   name". */
 static bool maps_line(const char *l, uintptr_t *lo, uintptr_t *hi,
 		      unsigned long *inode, const char **name)
 {
-	*lo = hex(&l);
+	*lo = rw_parse_hex(&l);
 	if (*l++ != '-')
 		return false;
-	*hi = hex(&l);
+	*hi = rw_parse_hex(&l);
 	for (int field = 0; field < 3; field++) { /* perms offset dev */
 		while (*l == ' ')
 			l++;
