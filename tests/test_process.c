@@ -883,22 +883,14 @@ static void helper_forbidden_then_write(void *arg)
 TEST(process_helper_seccomp_kill_is_reported, EXPECT_PASS)
 {
 	char msg[1024];
-	size_t got = 0;
-	int p[2], status;
-	struct capture_arg c = {helper_forbidden_then_write, NULL, -1};
+	int status;
 
 	need_process();
 	if (!have_cap_sys_ptrace())
 		SKIP("needs CAP_SYS_PTRACE to make the helper misbehave");
 	init();
-	CHECK(pipe(p) == 0);
-	c.fd = p[1];
-	status = run_in_child(capture_child, &c);
-	close(p[1]);
-	for (ssize_t n; (n = read(p[0], msg + got, sizeof(msg) - 1 - got)) > 0;)
-		got += (size_t)n;
-	close(p[0]);
-	msg[got] = 0;
+	status = run_captured(helper_forbidden_then_write, NULL, msg,
+			      sizeof(msg));
 	if (child_killed_by(status) != SIGABRT)
 		fprintf(stderr, "status %#x: %s\n", status, msg);
 	CHECK(child_killed_by(status) == SIGABRT);

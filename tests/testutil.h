@@ -31,6 +31,32 @@ static inline void capture_child(void *p)
 	_exit(0);
 }
 
+/* Run @fn(@arg) in a sub-child with stderr captured into @msg. */
+static inline int run_captured(void (*fn)(void *), void *arg, char *msg,
+			       size_t cap)
+{
+	struct capture_arg c = {fn, arg, -1};
+	size_t got = 0;
+	int p[2], status;
+
+	CHECK(pipe(p) == 0);
+	c.fd = p[1];
+	status = run_in_child(capture_child, &c);
+	close(p[1]);
+	for (;;) {
+		ssize_t n = read(p[0], msg + got, cap - 1 - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(p[0]);
+	msg[got] = 0;
+	return status;
+}
+
 /*
  * Run @fn(@arg) in a sub-child with stderr captured; the sub-child must die
  * by SIGABRT after printing exactly one line "rarewrite: @call(@addr): ...".
@@ -42,25 +68,9 @@ static inline void expect_abort_addr(void (*fn)(void *), void *arg,
 				     bool check_addr)
 {
 	char msg[1024], want[128];
-	size_t got = 0;
-	int p[2], status;
-	struct capture_arg c = {fn, arg, -1};
+	int status = run_captured(fn, arg, msg, sizeof(msg));
+	size_t got = strlen(msg);
 
-	CHECK(pipe(p) == 0);
-	c.fd = p[1];
-	status = run_in_child(capture_child, &c);
-	close(p[1]);
-	for (;;) {
-		ssize_t n = read(p[0], msg + got, sizeof(msg) - 1 - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(p[0]);
-	msg[got] = 0;
 	if (child_killed_by(status) != SIGABRT)
 		fprintf(stderr,
 			"expected SIGABRT from %s, got status %#x: %s\n", call,
@@ -87,32 +97,6 @@ static inline void expect_abort(void (*fn)(void *), void *arg, const char *call,
 				const void *addr)
 {
 	expect_abort_addr(fn, arg, call, addr, true);
-}
-
-/* Run @fn(@arg) in a sub-child with stderr captured into @msg. */
-static inline int run_captured(void (*fn)(void *), void *arg, char *msg,
-			       size_t cap)
-{
-	struct capture_arg c = {fn, arg, -1};
-	size_t got = 0;
-	int p[2], status;
-
-	CHECK(pipe(p) == 0);
-	c.fd = p[1];
-	status = run_in_child(capture_child, &c);
-	close(p[1]);
-	for (;;) {
-		ssize_t n = read(p[0], msg + got, cap - 1 - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(p[0]);
-	msg[got] = 0;
-	return status;
 }
 
 /* The sub-child running @fn(@arg) must die by SIGSEGV. Its stderr (the
