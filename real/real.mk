@@ -26,19 +26,18 @@ $(REAL)/plain.o: $(REAL)/orig/sqlite3.c
 $(REAL)/rare.o: $(REAL)/rare/sqlite3.c $(HEADERS)
 	$(CC) $(REAL_CFLAGS) -Iinclude -I$(REAL)/orig -c $< -o $@
 
-$(REAL)/shell-plain.o: $(REAL)/orig/sqlite3.c
-	$(CC) $(REAL_CFLAGS) -I$(REAL)/orig -c $(REAL)/orig/shell.c -o $@
-
-# The protected shell's main() seals first (real/sqlite/main.c).
-$(REAL)/shell-rare.o: $(REAL)/orig/sqlite3.c
+# SQLite's shell, compiled once with its main() renamed: each build's main
+# calls it (the protected one seals first, real/sqlite/main.c).
+$(REAL)/shell.o: $(REAL)/orig/sqlite3.c
 	$(CC) $(REAL_CFLAGS) -Dmain=sqlite3_shell_main -I$(REAL)/orig \
 		-c $(REAL)/orig/shell.c -o $@
 
-$(REAL)/sqlite3-plain: $(REAL)/shell-plain.o $(REAL)/plain.o
-	$(CC) $^ -o $@ $(REAL_LIBS)
+$(REAL)/sqlite3-plain: real/sqlite/main.c $(REAL)/shell.o $(REAL)/plain.o
+	$(CC) $(USER_CFLAGS) -DPLAIN real/sqlite/main.c $(REAL)/shell.o \
+		$(REAL)/plain.o -o $@ $(REAL_LIBS)
 
-$(REAL)/sqlite3-rare: real/sqlite/main.c $(REAL)/shell-rare.o $(REAL)/rare.o $(B)/librarewrite.so
-	$(CC) $(USER_CFLAGS) real/sqlite/main.c $(REAL)/shell-rare.o $(REAL)/rare.o \
+$(REAL)/sqlite3-rare: real/sqlite/main.c $(REAL)/shell.o $(REAL)/rare.o $(B)/librarewrite.so
+	$(CC) $(USER_CFLAGS) real/sqlite/main.c $(REAL)/shell.o $(REAL)/rare.o \
 		-o $@ $(REAL_RARE_LINK) $(REAL_LIBS)
 
 # Non-PIE: the attack takes its target addresses from nm.

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * main.c - the protected sqlite3 shell: seal first, then run SQLite's own
- * shell (shell.c, built with -Dmain=sqlite3_shell_main).
+ * main.c - the sqlite3 shell: seal first, then run SQLite's own shell
+ * (shell.c, built once with -Dmain=sqlite3_shell_main). Built with -DPLAIN
+ * it is the unprotected shell: no librarewrite, SQLite's shell alone.
  *
  * Sealing before the shell touches SQLite means every store to SQLite's
  * protected state, including sqlite3_config() from the command line and
  * sqlite3_initialize() itself, takes the patched rare_write() path.
  */
+#ifndef PLAIN
 #include <rarewrite.h>
+#endif
 #include <stdio.h>
 #include <string.h>
 
@@ -15,6 +18,7 @@ int sqlite3_shell_main(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
+#ifndef PLAIN
 	int rc = rare_write_init();
 
 	if (rc < 0) {
@@ -22,5 +26,6 @@ int main(int argc, char **argv)
 			strerror(-rc));
 		return 1;
 	}
+#endif
 	return sqlite3_shell_main(argc, argv);
 }
