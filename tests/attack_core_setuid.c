@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+/*
+ * attack_core_setuid.c - scenario 13a: whoever starts a set-user-ID program
+ * sets RAREWRITE_BACKEND and RAREWRITE_NEED to choose a weaker backend for
+ * it, or to make its init fail. A copy of build/tests/core-setuid is made
+ * set-user-ID root and run as nobody (AT_SECURE); the attack lands when
+ * what it chose differs from what it chooses with a clean environment.
+ * Also the helpers of tests/test_core_setuid.c.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "attack.h"
+#include "core_setuid.h"
+
+/* Copy @from to @dir/core-setuid, set-user-ID root; the path in @out. */
+static int install_setuid(const char *from, const char *dir, char *out,
+			  size_t out_len)
+{
+	char buf[65536];
+	int in, fd;
+	ssize_t n;
+
+	snprintf(out, out_len, "%s/core-setuid", dir);
+	in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+	if (fd < 0) {
+		close(in);
+		return -errno;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(fd, buf, (size_t)n) != n) {
+			n = -1;
+			break;
+		}
+	close(in);
+	if (n < 0 || fchown(fd, 0, 0) || fchmod(fd, 04755)) {
+		close(fd);
+		return -errno;
+	}
+	close(fd);
+	return 0;
+}
+
+const char *core_setuid_prepare(char *dir, size_t dir_len, char *prog,
+				size_t prog_len)
+{
+	char self[PATH_MAX], helper[PATH_MAX + 16];
+	struct statvfs vfs;
+	ssize_t n;
+
+	if (geteuid() != 0)
+		return "not root: cannot make a set-user-ID-root program";
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return "no /proc/self/exe";
+	self[n] = 0;
+	snprintf(helper, sizeof(helper), "%s/core-setuid", dirname(self));
+	if (access(helper, X_OK))
+		return "build/tests/core-setuid is missing";
+	snprintf(dir, dir_len, "/tmp/rarewrite-setuid-XXXXXX");
+	if (!mkdtemp(dir))
+		return "mkdtemp failed";
+	if (chmod(dir, 0755) || statvfs(dir, &vfs)) {
+		rmdir(dir);
+		return "cannot prepare the directory";
+	}
+	if (vfs.f_flag & ST_NOSUID) {
+		rmdir(dir);
+		return "/tmp is mounted nosuid: set-user-ID bits have no "
+		       "effect";
+	}
+	if (install_setuid(helper, dir, prog, prog_len)) {
+		rmdir(dir);
+		return "cannot install the set-user-ID copy";
+	}
+	return NULL;
+}
+
+void core_setuid_cleanup(const char *dir, const char *prog)
+{
+	unlink(prog);
+	rmdir(dir);
+}
+
+/* Run @prog as nobody (or as root: @as_root, no AT_SECURE) with only the
+ * environment @env; its one line of output into @out. */
+int core_setuid_run(const char *prog, char *const env[], bool as_root,
+		    char *out, size_t out_len)
+{
+	const struct passwd *nobody = getpwnam("nobody");
+	uid_t uid = nobody ? nobody->pw_uid : 65534;
+	gid_t gid = nobody ? nobody->pw_gid : 65534;
+	size_t got = 0;
+	int p[2], status;
+	pid_t pid;
+
+	if (pipe(p))
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		char *argv[] = {(char *)prog, NULL};
+
+		dup2(p[1], STDOUT_FILENO);
+		close(p[0]);
+		close(p[1]);
+		if (!as_root && (setgroups(0, NULL) || setgid(gid) ||
+				 setuid(uid) || getuid() != uid))
+			_exit(125);
+		execve(prog, argv, env);
+		_exit(126);
+	}
+	close(p[1]);
+	for (;;) {
+		ssize_t n = read(p[0], out + got, out_len - 1 - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	out[got] = 0;
+	close(p[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return status;
+}
+
+ATTACK("13a", env_downgrade,
+       "choose a set-user-ID program's backend through its environment "
+       "(RAREWRITE_BACKEND, RAREWRITE_NEED)")
+{
+	char dir[64], prog[128], backend[64], got[256], want[256];
+	char *env[] = {backend, "RAREWRITE_NEED=begin_end", NULL};
+	char *clean[] = {NULL};
+	const char *why =
+		core_setuid_prepare(dir, sizeof(dir), prog, sizeof(prog));
+	int s1, s2;
+
+	if (why)
+		attack_report(ATTACK_ERROR, "cannot run: %s", why);
+	/* The column's backend, and windows, which pwrite lacks. */
+	snprintf(backend, sizeof(backend), "RAREWRITE_BACKEND=%s",
+		 rare_write_backend());
+	attack_begin();
+	s1 = core_setuid_run(prog, env, false, got, sizeof(got));
+	s2 = core_setuid_run(prog, clean, false, want, sizeof(want));
+	core_setuid_cleanup(dir, prog);
+	if (s1 || s2 || !strstr(want, "secure=1 init=0 "))
+		attack_report(ATTACK_ERROR, "helper failed: %#x %#x %s", s1, s2,
+			      want);
+	got[strcspn(got, "\n")] = 0;
+	want[strcspn(want, "\n")] = 0;
+	attack_verdict(strcmp(got, want) != 0, got);
+}
