@@ -29,8 +29,6 @@
 #define RW_MAX_MAPS 1024
 #define RW_MAX_NESTED 256
 
-size_t rw_page_size = 4096;
-
 /* A map open for rare_write_unmap(): token 0 marks a free slot. @backend:
  * the view came from the region's backend (its unmap releases it), not the
  * address itself (a region not yet protected when it was opened). */
@@ -1104,7 +1102,6 @@ int rare_write_seal_section_(void *start, void *stop)
 	if (table.preinit_windows)
 		rw_die("rare_write_seal_self", start,
 		       "called while a thread has a window open");
-	rw_page_size = (size_t)sysconf(_SC_PAGESIZE);
 	err = table_seal("rare_write_seal_self");
 	if (err || table.backend)
 		goto adopt;
@@ -1157,7 +1154,6 @@ int rare_write_init_caps(unsigned need_caps)
 	if (table.preinit_windows)
 		rw_die("rare_write_init", NULL,
 		       "called while another thread has a window open");
-	rw_page_size = (size_t)sysconf(_SC_PAGESIZE);
 	err = table_seal("rare_write_init");
 	if (err)
 		goto out;
