@@ -128,13 +128,19 @@ extern "C" {
  * The backend comes from the environment variable RAREWRITE_BACKEND:
  * "auto" (default when unset or empty), "pkey", "pwrite", "shadow",
  * "mprotect" or "process". A named backend is never replaced by another.
+ * A set-user-ID or file-capability program (AT_SECURE) ignores it and
+ * RAREWRITE_NEED: whoever starts it must not choose for it.
  *
  * Idempotent and thread-safe: later calls return the first call's result
  * without changing anything. Returns 0, or a negative errno:
  *   -EINVAL   unknown backend name
- *   -ENOTSUP  the named backend is not available on this machine or kernel
+ *   -ENOTSUP  the named backend is not available on this machine or
+ *             kernel, or a library's rare_write_seal_self() chose one
+ *             without the capabilities asked for (rare_write_init_caps())
  *   other     the system call that failed (memfd_create, mmap, ...)
- * After a failure nothing is protected and the call may be retried.
+ * After a failure one line on stderr says why, nothing is protected beyond
+ * what rare_write_seal_self() sealed before, and the call may be retried.
+ * Aborts if a rare_write_map() or a rare_write_begin() window is open.
  */
 RAREWRITE_API int rare_write_init(void);
 
