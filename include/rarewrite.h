@@ -128,13 +128,19 @@ extern "C" {
  * The backend comes from the environment variable RAREWRITE_BACKEND:
  * "auto" (default when unset or empty), "pkey", "pwrite", "shadow",
  * "mprotect" or "process". A named backend is never replaced by another.
+ * A set-user-ID or file-capability program (AT_SECURE) ignores it and
+ * RAREWRITE_NEED: whoever starts it must not choose for it.
  *
  * Idempotent and thread-safe: later calls return the first call's result
  * without changing anything. Returns 0, or a negative errno:
  *   -EINVAL   unknown backend name
- *   -ENOTSUP  the named backend is not available on this machine or kernel
+ *   -ENOTSUP  the named backend is not available on this machine or
+ *             kernel, or a library's rare_write_seal_self() chose one
+ *             without the capabilities asked for (rare_write_init_caps())
  *   other     the system call that failed (memfd_create, mmap, ...)
- * After a failure nothing is protected and the call may be retried.
+ * After a failure one line on stderr says why, nothing is protected beyond
+ * what rare_write_seal_self() sealed before, and the call may be retried.
+ * Aborts if a rare_write_map() or a rare_write_begin() window is open.
  */
 RAREWRITE_API int rare_write_init(void);
 
@@ -157,7 +163,8 @@ RAREWRITE_API int rare_write_init(void);
  */
 RAREWRITE_API int rare_write_init_caps(unsigned need_caps);
 
-/* Name of the backend in force, or "none" before a successful init. */
+/* Name of the backend in force, or "none" before a successful init or
+ * the first rare_write_seal_self(), which chooses it for init. */
 RAREWRITE_API const char *rare_write_backend(void);
 
 /* RARE_WRITE_CAP_* bits of the backend in force; 0 before init. */
@@ -167,9 +174,10 @@ RAREWRITE_API unsigned rare_write_caps(void);
  * rare_write_is_protected - 1 if [@addr, @addr + @len) lies wholly inside
  * the caller-writable part of one protected region (a __wr_rare section or
  * a rare_pool's objects), so that rare_write() and friends accept it; 0
- * otherwise (ordinary memory, or straddling a region's edge). Before init
- * it answers for the memory that init will protect. @len 0 asks about the
- * byte at @addr. Lock-free and async-signal-safe.
+ * otherwise (ordinary memory, or straddling a region's edge, or a region
+ * not protected yet: never 1 for memory a plain store can change, so 0
+ * before init except for what rare_write_seal_self() sealed). @len 0 asks
+ * about the byte at @addr. Lock-free and async-signal-safe.
  *
  * For code handed a pointer that may or may not be protected, such as a
  * caller-owned struct linked into a protected list:
@@ -382,19 +390,19 @@ RAREWRITE_API void rare_pool_destroy(struct rare_pool *pool);
  * includes this header), seal that object's own __wr_rare section now,
  * without sealing the program's or other libraries' data; a library
  * protects its state as soon as it is ready, without the program's
- * cooperation. The backend is the one rare_write_init() will use (from
- * RAREWRITE_BACKEND); rare_write_init() later seals everything left.
- * Idempotent; 0 after init (the section is sealed already) or when the
- * object has no __wr_rare data. Returns a negative errno as
- * rare_write_init() does (after one line on stderr).
+ * cooperation. The first seal chooses the backend for the whole process
+ * (from RAREWRITE_BACKEND and RAREWRITE_NEED, as init would), protects the
+ * library's table and every rare_pool from then on; rare_write_init() later
+ * keeps that backend (-ENOTSUP if it lacks capabilities init is asked for)
+ * and seals everything left. Idempotent; 0 after init (the section is
+ * sealed already) or when the object has no __wr_rare data. Returns a
+ * negative errno as rare_write_init() does (after one line on stderr).
  *
  * Until the program calls rare_write_init(), write the sealed section with
- * rare_write(), rare_write_memcpy() or rare_write_memset(): a
- * rare_write_begin() window opens nothing before init, and
- * rare_write_map() hands out the address itself, so stores through either
- * fault (with the report). Also until init the region table is ordinary
- * memory. In a static program all objects share one section, so there it
- * seals the program's data too.
+ * rare_write(), rare_write_memcpy(), rare_write_memset() or
+ * rare_write_map(): a rare_write_begin() window opens nothing before init,
+ * so stores inside it fault (with the report). In a static program all
+ * objects share one section, so there it seals the program's data too.
  */
 RAREWRITE_API int rare_write_seal_section_(void *start, void *stop);
 

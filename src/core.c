@@ -29,12 +29,13 @@
 #define RW_MAX_MAPS 1024
 #define RW_MAX_NESTED 256
 
-size_t rw_page_size = 4096;
-
-/* A map open for rare_write_unmap(): token 0 marks a free slot. */
+/* A map open for rare_write_unmap(): token 0 marks a free slot. @backend:
+ * the view came from the region's backend (its unmap releases it), not the
+ * address itself (a region not yet protected when it was opened). */
 struct open_map {
 	uintptr_t start, end, view;
 	unsigned long token;
+	uint64_t backend;
 };
 
 /* A thread nested inside its own begin/end window: @extra begins beyond
@@ -60,6 +61,10 @@ static struct rw_table {
 	const struct rw_backend *used[RW_MAX_BACKENDS]; /* set up so far */
 	unsigned nr_regions;				/* high-water mark */
 	unsigned preinit_windows; /* begin/end windows opened before init */
+	bool atfork_registered;	  /* the fork hooks are in place */
+	int32_t fork_tid; /* the forking thread, whose nested windows the child
+			     keeps */
+	int fork_pipe[2]; /* the fork handshake (fork_parent) */
 	struct rw_region regions[RW_MAX_REGIONS];
 	/* maps_lock */
 	uint64_t nr_maps; /* high-water mark of maps[] */
@@ -67,7 +72,8 @@ static struct rw_table {
 	/* nested_lock */
 	uint64_t nr_nested; /* slots of nested[] in use */
 	struct nested_window nested[RW_MAX_NESTED];
-} __attribute__((aligned(4096))) table = {.vault_fd = -1};
+} __attribute__((aligned(4096)))
+table = {.vault_fd = -1, .fork_pipe = {-1, -1}};
 
 /* Serialises init, region creation and destruction, and fork. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -301,8 +307,8 @@ static bool preinit_window(int delta)
 
 	pthread_mutex_lock(&registry_lock);
 	pre = !table.initialised;
-	if (pre)
-		table.preinit_windows += delta;
+	if (pre) /* the table may be sealed already (rare_write_seal_self) */
+		TABLE_SET(table.preinit_windows, table.preinit_windows + delta);
 	pthread_mutex_unlock(&registry_lock);
 	return pre;
 }
@@ -362,7 +368,7 @@ void rare_write_end(void)
  */
 static unsigned long next_token = 1;
 
-static void maps_insert(struct rare_write_mapping *m)
+static void maps_insert(struct rare_write_mapping *m, bool backend)
 {
 	uintptr_t start = (uintptr_t)m->target, end = start + m->len;
 	struct open_map *slot = NULL;
@@ -394,15 +400,18 @@ static void maps_insert(struct rare_write_mapping *m)
 	if (!next_token)
 		next_token = 1;
 	m->token = next_token++;
-	table_store(
-		slot,
-		&(struct open_map){start, end, (uintptr_t)m->addr, m->token},
-		sizeof(*slot));
+	table_store(slot,
+		    &(struct open_map){start, end, (uintptr_t)m->addr, m->token,
+				       backend},
+		    sizeof(*slot));
 	pthread_mutex_unlock(&maps_lock);
 }
 
-static void maps_remove(const struct rare_write_mapping *m)
+/* Forget the open map @m; whether its view came from the backend. */
+static bool maps_remove(const struct rare_write_mapping *m)
 {
+	bool backend;
+
 	pthread_mutex_lock(&maps_lock);
 	for (size_t i = 0; i < table.nr_maps; i++) {
 		const struct open_map *o = &table.maps[i];
@@ -411,19 +420,30 @@ static void maps_remove(const struct rare_write_mapping *m)
 		    o->start == (uintptr_t)m->target &&
 		    o->end == (uintptr_t)m->target + m->len &&
 		    o->view == (uintptr_t)m->addr) {
+			backend = o->backend;
 			TABLE_SET(table.maps[i].token, 0UL);
 			pthread_mutex_unlock(&maps_lock);
-			return;
+			return backend;
 		}
 	}
 	pthread_mutex_unlock(&maps_lock);
 	rw_die("rare_write_unmap", m->target, "not an open map");
 }
 
+/* Whether a rare_write_map() is open; maps_lock held. */
+static bool maps_open(void)
+{
+	for (size_t i = 0; i < table.nr_maps; i++)
+		if (table.maps[i].token)
+			return true;
+	return false;
+}
+
 struct rare_write_mapping rare_write_map(void *addr, size_t len)
 {
 	struct rare_write_mapping m = {.target = addr, .len = len};
 	struct rw_region *r;
+	bool protected_;
 
 	if (!len)
 		rw_die("rare_write_map", addr, "zero length");
@@ -441,8 +461,13 @@ struct rare_write_mapping rare_write_map(void *addr, size_t len)
 		}
 	}
 	pthread_mutex_unlock(&maps_lock);
-	m.addr = rw_initialised() ? r->backend->map(r, addr, len) : addr;
-	maps_insert(&m);
+	/* A region not protected yet is plain memory: its own address is
+	 * the view. The record says which, for unmap: a seal or init
+	 * between the two must not make unmap release a view the backend
+	 * never handed out (init refuses while a map is open). */
+	protected_ = __atomic_load_n(&r->protected_, __ATOMIC_ACQUIRE);
+	m.addr = protected_ ? r->backend->map(r, addr, len) : addr;
+	maps_insert(&m, protected_);
 	return m;
 }
 
@@ -450,8 +475,7 @@ void rare_write_unmap(struct rare_write_mapping m)
 {
 	struct rw_region *r = rw_region_of("rare_write_unmap", m.target, m.len);
 
-	maps_remove(&m);
-	if (rw_initialised())
+	if (maps_remove(&m))
 		r->backend->unmap(r, m.addr, m.target, m.len);
 }
 
@@ -477,7 +501,7 @@ static int backend_use(const struct rw_backend *b)
 	err = b->setup();
 	if (!err) {
 		TABLE_SET(table.used[i], b);
-		if (table.initialised) /* a pool's level: its signal hooks */
+		if (table.backend) /* a pool's level: its signal hooks */
 			rw_signal_activate();
 	}
 	return err;
@@ -536,7 +560,7 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 		       "called inside an open window");
 	pthread_mutex_lock(&registry_lock);
 	if (!b)
-		b = table.backend;    /* NULL before init: init's choice */
+		b = table.backend;    /* NULL before the first seal: init's */
 	err = b ? backend_use(b) : 0; /* a pool's own level, on first use */
 	if (err)
 		goto out;
@@ -550,11 +574,12 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 				    .backend = b,
 				    .fd = -1,
 				    .seal = seal};
-	if (table.initialised) {
+	if (table.backend) { /* init ran, or a library sealed itself */
 		err = b->create(&filled);
 		filled.protected_ = true;
 	} else {
-		/* Plain memory until init adopts it, like a section. */
+		/* Plain memory until init (or the first rare_write_seal_self())
+		 * adopts it, like a section. */
 		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -664,34 +689,38 @@ void rare_write_register_section_(void *start, void *stop)
 /*
  * The parent holds its writers off (each backend's prepare hook) until the
  * child has taken its private copies: the child ends the wait by closing
- * its end of this pipe after its hooks ran, or by dying.
+ * its end of a pipe after its hooks ran, or by dying. The pipe and the
+ * forking thread's id live in the table: a store to plain memory could
+ * otherwise make the parent close the table's own descriptor, or give the
+ * child another thread's nested windows (an end that does not close).
  */
-static int fork_pipe[2] = {-1, -1};
-/* The forking thread, whose nested windows the child keeps. */
-static int32_t fork_tid;
-
 static void fork_prepare(void)
 {
+	int p[2];
+
 	pthread_mutex_lock(&registry_lock);
 	pthread_mutex_lock(&maps_lock);
 	pthread_mutex_lock(&nested_lock);
 	FOR_EACH_FORK_HOOK(fork_prepare);
-	fork_tid = this_tid();
-	if (pipe2(fork_pipe, O_CLOEXEC))
-		fork_pipe[0] = fork_pipe[1] = -1;
+	if (pipe2(p, O_CLOEXEC))
+		p[0] = p[1] = -1;
+	TABLE_SET(table.fork_tid, this_tid());
+	TABLE_SET(table.fork_pipe[0], p[0]);
+	TABLE_SET(table.fork_pipe[1], p[1]);
 }
 
 static void fork_parent(void)
 {
 	char c;
 
-	if (fork_pipe[1] >= 0) {
-		close(fork_pipe[1]);
-		while (read(fork_pipe[0], &c, 1) < 0 && errno == EINTR)
+	if (table.fork_pipe[1] >= 0) {
+		close(table.fork_pipe[1]);
+		while (read(table.fork_pipe[0], &c, 1) < 0 && errno == EINTR)
 			;
-		close(fork_pipe[0]);
+		close(table.fork_pipe[0]);
 	}
-	fork_pipe[0] = fork_pipe[1] = -1;
+	TABLE_SET(table.fork_pipe[0], -1);
+	TABLE_SET(table.fork_pipe[1], -1);
 	FOR_EACH_FORK_HOOK(fork_parent);
 	pthread_mutex_unlock(&nested_lock);
 	pthread_mutex_unlock(&maps_lock);
@@ -729,7 +758,7 @@ static void reserve_views(void)
  */
 static void fork_child(void)
 {
-	uint32_t extra = nested_extra(fork_tid);
+	uint32_t extra = nested_extra(table.fork_tid);
 
 	if (table.vault_fd >= 0) {
 		int fd = rw_vault_fork_copy(table.vault_fd, &table,
@@ -751,6 +780,12 @@ static void fork_child(void)
 		table.nested[0] = (struct nested_window){this_tid(), extra};
 		table.nr_nested = 1;
 	}
+	/* Copies taken: the parent may go on. */
+	if (table.fork_pipe[0] >= 0) {
+		close(table.fork_pipe[0]);
+		close(table.fork_pipe[1]);
+	}
+	table.fork_pipe[0] = table.fork_pipe[1] = -1;
 	if (table_open_in_child) {
 		int err = rw_vault_fork_done(&table, sizeof(table));
 
@@ -760,11 +795,6 @@ static void fork_child(void)
 			       strerror(-err));
 		table_open_in_child = false;
 	}
-	if (fork_pipe[0] >= 0) {
-		close(fork_pipe[0]);
-		close(fork_pipe[1]);
-	}
-	fork_pipe[0] = fork_pipe[1] = -1;
 	pthread_mutex_init(&nested_lock, NULL);
 	pthread_mutex_init(&maps_lock, NULL);
 	pthread_mutex_init(&registry_lock, NULL);
@@ -850,10 +880,16 @@ static int backend_named(const char *name, unsigned need, const char *why,
 	return -EINVAL;
 }
 
-static int choose_backend(unsigned need, const struct rw_backend **out)
+/*
+ * RAREWRITE_BACKEND, through secure_getenv(): a set-user-ID or file
+ * capability program (AT_SECURE) ignores it, so whoever starts it cannot
+ * pick a weaker backend for it (RAREWRITE_NEED likewise, env.c).
+ */
+static int choose_backend(unsigned need, const char *call,
+			  const struct rw_backend **out)
 {
-	return backend_named(getenv("RAREWRITE_BACKEND"), need,
-			     "rare_write_init", out);
+	return backend_named(secure_getenv("RAREWRITE_BACKEND"), need, call,
+			     out);
 }
 
 int rw_backend_lookup(const char *name, const struct rw_backend **out)
@@ -887,27 +923,164 @@ int rare_write_init(void)
 }
 
 /* The fork hooks, once: at init or at the first rare_write_seal_self(). */
-static int register_atfork(void)
+static int register_atfork(const char *call)
 {
-	static bool atfork_registered;
 	int err;
 
-	if (atfork_registered)
+	if (table.atfork_registered)
 		return 0;
 	err = -pthread_atfork(fork_prepare, fork_parent, fork_child);
-	atfork_registered = !err;
+	if (err)
+		rw_say(call, "pthread_atfork: %s", strerror(-err));
+	else
+		TABLE_SET(table.atfork_registered, true);
 	return err;
 }
 
 /*
- * A shared library seals its own section before the program's init: on the
- * backend init will choose (from the environment), now, for that section
- * only. Everything else stays plain until rare_write_init().
+ * The first seal, by rare_write_seal_self() or init, moves the table into
+ * its vault: from then on no store reaches it, and a library's sealed
+ * section cannot be redirected through it before the program's init.
+ * First, so that a process out of descriptors fails here, before anything
+ * is protected. registry_lock held.
+ */
+static int table_seal(const char *call)
+{
+	int err;
+
+	if (table.vault_fd >= 0)
+		return 0;
+	pthread_mutex_lock(&maps_lock); /* no plain store races the copy */
+	err = rw_vault_create(&table, sizeof(table), &table.vault_fd);
+	pthread_mutex_unlock(&maps_lock);
+	if (err)
+		rw_say(call, "cannot protect the region table: %s",
+		       strerror(-err));
+	return err;
+}
+
+#ifndef SYS_mseal
+#define SYS_mseal 462 /* Linux 6.10 */
+#endif
+
+/*
+ * Seal the views of @r as its backend would have at adoption (see
+ * protect_regions()): mprotect flips its pages on every write, the
+ * backends with memfd views seal those (after MADV_DONTFORK), pkey its
+ * tagged pages. Kernels without mseal(2) leave them unsealed.
+ */
+static void seal_views(const char *call, const struct rw_region *r)
+{
+	int err = 0;
+
+	if (!r->seal || r->backend == &rw_backend_mprotect)
+		return;
+	if (r->backend->dontfork_views)
+		err = rw_view_seal((void *)r->start, r->len, true);
+	else if (syscall(SYS_mseal, r->start, r->len, 0UL) && errno != ENOSYS)
+		err = -errno;
+	if (err)
+		rw_die(call, (void *)r->start,
+		       "cannot seal protected memory: %s", strerror(-err));
+}
+
+/*
+ * Put a region this call protected back to plain memory, contents kept,
+ * after a later one failed. The backend releases what it made (its view,
+ * descriptor, helper record); plain pages with the contents then take the
+ * view's place in one mremap(). A thread reading the region in between
+ * would fault: this runs only when init fails.
+ */
+static void unprotect(const char *call, struct rw_region *r, bool no_level)
+{
+	struct rw_region f = *r, orig = *r;
+	void *tmp = mmap(NULL, f.len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (tmp == MAP_FAILED)
+		rw_die(call, (void *)f.start, "cannot undo protection: %s",
+		       strerror(errno));
+	memcpy(tmp, (void *)f.start, f.len);
+	f.seal = false; /* not sealed yet: the backend may unmap the view */
+	f.backend->destroy(&f);
+	if (mremap(tmp, f.len, f.len, MREMAP_MAYMOVE | MREMAP_FIXED,
+		   (void *)f.start) == MAP_FAILED)
+		rw_die(call, (void *)f.start, "cannot undo protection: %s",
+		       strerror(errno));
+	orig.protected_ = false;
+	orig.fd = -1;
+	orig.priv = 0;
+	if (no_level) /* a pool on the process-wide backend, once chosen */
+		orig.backend = NULL;
+	table_store(r, &orig, sizeof(orig));
+}
+
+/*
+ * Protect the regions not protected yet: every one (init), or (a seal) the
+ * pools and the section @only. Pools go on their own level, else with
+ * sections on the process-wide backend. All or nothing: views are sealed
+ * only once every region is in, so that a failure (a process out of
+ * descriptors) can put back the ones protected so far, say which region
+ * failed in one line and return -errno. registry_lock held.
+ */
+static int protect_regions(const char *call, const struct rw_region *only)
+{
+	uint64_t done[(RW_MAX_REGIONS + 63) / 64] = {0},
+					      no_level[(RW_MAX_REGIONS + 63) /
+						       64] = {0};
+	struct rw_region *r;
+	int err = 0;
+
+	rw_for_each_region(r) {
+		struct rw_region f = *r;
+		size_t i = (size_t)(r - table.regions);
+
+		if (r->protected_ ||
+		    (only && r->kind == RW_REGION_SECTION && r != only))
+			continue;
+		if (!r->backend)
+			no_level[i / 64] |= 1ULL << (i % 64);
+		f.seal = false;
+		err = adopt_on(&f, r->kind == RW_REGION_POOL && r->backend
+					   ? r->backend
+					   : table.backend);
+		if (err) {
+			rw_say(call,
+			       "cannot protect the %s at %p (%zu bytes): %s",
+			       r->kind == RW_REGION_POOL ? "pool"
+							 : "__wr_rare section",
+			       (void *)r->start, r->len, strerror(-err));
+			break;
+		}
+		f.protected_ = true;
+		f.seal = r->seal;
+		table_store(r, &f, sizeof(f));
+		done[i / 64] |= 1ULL << (i % 64);
+	}
+	for (size_t i = 0; i < RW_MAX_REGIONS; i++) {
+		if (!(done[i / 64] >> (i % 64) & 1))
+			continue;
+		if (err)
+			unprotect(call, &table.regions[i],
+				  no_level[i / 64] >> (i % 64) & 1);
+		else
+			seal_views(call, &table.regions[i]);
+	}
+	return err;
+}
+
+/*
+ * A shared library seals its own section before the program's init. The
+ * first seal decides what init would: the table goes into its vault, the
+ * backend comes from the environment (RAREWRITE_BACKEND and RAREWRITE_NEED,
+ * as for init, which then keeps it), and every pool is protected from now
+ * on. Other sections stay plain until rare_write_init().
  */
 int rare_write_seal_section_(void *start, void *stop)
 {
-	const struct rw_backend *b;
-	struct rw_region *r, filled;
+	const struct rw_backend *b = NULL;
+	struct rw_region *r;
+	unsigned need = 0;
 	int err;
 
 	if (!start || start == stop)
@@ -929,19 +1102,27 @@ int rare_write_seal_section_(void *start, void *stop)
 	if (table.preinit_windows)
 		rw_die("rare_write_seal_self", start,
 		       "called while a thread has a window open");
-	rw_page_size = (size_t)sysconf(_SC_PAGESIZE);
-	err = choose_backend(0, &b);
+	err = table_seal("rare_write_seal_self");
+	if (err || table.backend)
+		goto adopt;
+	err = rw_env_need(&need);
 	if (!err)
-		err = register_atfork();
+		err = choose_backend(need, "rare_write_seal_self", &b);
+	if (!err)
+		err = register_atfork("rare_write_seal_self");
+	if (err)
+		goto out;
+	TABLE_SET(table.backend, b); /* init keeps it */
+adopt:
 	if (err)
 		goto out;
 	rw_section_check_copies(); /* its variables are still inside */
-	filled = *r;
-	err = adopt_on(&filled, b);
-	if (err)
+	err = protect_regions("rare_write_seal_self", r);
+	if (err) {
+		if (b) /* the first seal: init may still choose */
+			TABLE_SET(table.backend, NULL);
 		goto out;
-	filled.protected_ = true;
-	table_store(r, &filled, sizeof(*r));
+	}
 	rw_signal_activate(); /* report stray stores into it */
 out:
 	pthread_mutex_unlock(&registry_lock);
@@ -951,7 +1132,6 @@ out:
 int rare_write_init_caps(unsigned need_caps)
 {
 	const struct rw_backend *b = NULL;
-	struct rw_region *r;
 	unsigned need = need_caps;
 	int err = rw_env_need(&need);
 
@@ -974,36 +1154,51 @@ int rare_write_init_caps(unsigned need_caps)
 	if (table.preinit_windows)
 		rw_die("rare_write_init", NULL,
 		       "called while another thread has a window open");
-	rw_page_size = (size_t)sysconf(_SC_PAGESIZE);
-	err = choose_backend(need, &b);
+	err = table_seal("rare_write_init");
 	if (err)
 		goto out;
-	table.backend = b;
-	rw_section_check_copies(); /* every section variable is still inside */
-	rw_for_each_region(r) {
-		if (r->protected_)
-			continue;
-		/* Sections, and pools created before init on their level (or
-		 * the process-wide one). */
-		err = adopt_on(r, r->kind == RW_REGION_POOL && r->backend
-					  ? r->backend
-					  : table.backend);
+	if (table.backend) {
+		/* A library sealed itself first, on this backend. */
+		if ((table.backend->caps & need) != need) {
+			rw_say("rare_write_init",
+			       "backend %s, chosen when a library sealed "
+			       "itself (rare_write_seal_self()), lacks "
+			       "capabilities %#x; name them in RAREWRITE_NEED "
+			       "too",
+			       table.backend->name,
+			       need & ~table.backend->caps);
+			err = -ENOTSUP;
+			goto out;
+		}
+	} else {
+		err = choose_backend(need, "rare_write_init", &b);
 		if (err)
 			goto out;
-		r->protected_ = true;
 	}
-	err = register_atfork();
+	err = register_atfork("rare_write_init");
 	if (err)
 		goto out;
-	/* Maps opened before init must not change the table under us. */
+	rw_section_check_copies(); /* every section variable is still inside */
+	if (b)
+		TABLE_SET(table.backend, b);
+	/* A map opened on plain memory and unmapped after init would make
+	 * the backend release a view it never handed out, as a window opened
+	 * before init would close one it never opened: refuse both. No map
+	 * opens until init is done (maps_lock). */
 	pthread_mutex_lock(&maps_lock);
-	__atomic_store_n(&table.initialised, true, __ATOMIC_RELEASE);
-	err = rw_vault_create(&table, sizeof(table), &table.vault_fd);
+	err = maps_open() ? -EBUSY : protect_regions("rare_write_init", NULL);
+	if (!err) {
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		TABLE_SET(table.initialised, true);
+	} else if (b) {
+		TABLE_SET(table.backend, NULL);
+	}
 	pthread_mutex_unlock(&maps_lock);
-	if (err)
-		rw_die("rare_write_init", &table,
-		       "cannot protect the region table: %s", strerror(-err));
-	rw_signal_activate(); /* report stray stores from now on */
+	if (err == -EBUSY)
+		rw_die("rare_write_init", NULL,
+		       "called while a rare_write_map() is open");
+	if (!err)
+		rw_signal_activate(); /* report stray stores from now on */
 out:
 	pthread_mutex_unlock(&registry_lock);
 	return err;
@@ -1011,7 +1206,11 @@ out:
 
 const char *rare_write_backend(void)
 {
-	return rw_initialised() ? table.backend->name : "none";
+	const struct rw_backend *b =
+		__atomic_load_n(&table.backend, __ATOMIC_ACQUIRE);
+
+	/* From the first seal on (init, or a library's own). */
+	return b ? b->name : "none";
 }
 
 unsigned rare_write_caps(void)

@@ -6,6 +6,12 @@
  * RAREWRITE_NEED lists the capabilities the program relies on, so that a
  * port that wraps code in rare_write_begin()/rare_write_end() can run with
  * RAREWRITE_BACKEND unset: "auto" then picks a backend that has them.
+ *
+ * Both variables are read with secure_getenv(): in a set-user-ID,
+ * set-group-ID or file-capability program (AT_SECURE) they are ignored, so
+ * whoever starts it cannot choose a weaker backend for it, nor make its
+ * init fail with a bogus value. Such a program says what it needs with
+ * rare_write_init_caps().
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -52,7 +58,7 @@ static const struct {
 
 int rw_env_need(unsigned *need)
 {
-	const char *env = getenv("RAREWRITE_NEED");
+	const char *env = secure_getenv("RAREWRITE_NEED");
 
 	while (env && *env) {
 		size_t len = strcspn(env, ",");

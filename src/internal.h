@@ -107,8 +107,16 @@ extern const struct rw_backend rw_backend_mprotect RW_HIDDEN;
 extern const struct rw_backend rw_backend_pkey RW_HIDDEN;
 extern const struct rw_backend rw_backend_process RW_HIDDEN;
 
+/*
+ * The page size: the C library's copy (getpagesize() reads its read-only,
+ * RELRO data), not a variable of ours. A writable one would let a store
+ * stretch mprotect's flips, shadow's aliases and pool addresses past their
+ * regions (the inventory, tests/inventory.txt).
+ */
+#define rw_page_size ((size_t)getpagesize())
+int getpagesize(void);
+
 /* core.c */
-RW_HIDDEN extern size_t rw_page_size;
 RW_HIDDEN __attribute__((noreturn, format(printf, 3, 4))) void
 rw_die(const char *call, const void *addr, const char *fmt, ...);
 /* Iterate the live regions (all backends); safe while the table is stable. */

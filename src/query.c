@@ -14,7 +14,10 @@ int rare_write_is_protected(const void *addr, size_t len)
 	const struct rw_region *r = rw_region_lookup(addr);
 	uintptr_t a = (uintptr_t)addr;
 
-	if (!r || a < r->user_start)
+	/* Never 1 for memory a plain store can still change: a section or
+	 * pool that is not protected yet (before init) answers 0. */
+	if (!r || a < r->user_start ||
+	    !__atomic_load_n(&r->protected_, __ATOMIC_ACQUIRE))
 		return 0;
 	return (len ? len : 1) <= r->start + r->len - a;
 }

@@ -15,6 +15,16 @@
  * The list is needed, not only /proc/self/maps: backends built on a memfd
  * replace the pages of a __wr_rare section, so its addresses no longer map
  * the object's file.
+ *
+ * The list decides which file a crashing process opens, and how far the
+ * handler reads: a store to it could make the report open a path of the
+ * attacker's choice (a FIFO hangs the dying process) or read past the
+ * array. So it is read-only once built: each preparation builds a new list
+ * in fresh pages from dl_iterate_phdr() alone (never from the old list,
+ * which may have been written before the first one), makes them read-only
+ * and moves them over the old list's pages with one mremap(), so that a
+ * handler reads one whole list or the other and no writable copy of it
+ * ever stays mapped.
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -37,19 +47,26 @@ struct object {
 	char path[RW_PATH_MAX];
 };
 
-static struct object objects[RW_MAX_OBJECTS];
-static unsigned nr_objects; /* published with release */
+/* Whole pages (the type's alignment pads it), so that the mremap() over it
+ * reaches nothing else. */
+struct object_list {
+	unsigned nr;
+	unsigned index; /* of the next object in the walk, while building */
+	struct object objects[RW_MAX_OBJECTS];
+} __attribute__((aligned(4096)));
+
+static struct object_list symbolize_objects; /* read-only once prepared */
 static pthread_mutex_t objects_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int note_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	unsigned *index = arg;
+	struct object_list *l = arg;
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
 	const char *path = info->dlpi_name;
 	struct object *o;
 
 	(void)size;
-	if ((*index)++ == 0)
+	if (l->index++ == 0)
 		path = "/proc/self/exe"; /* the program: its name is "" */
 	if (!path || path[0] != '/')
 		return 0; /* the vDSO has no file */
@@ -65,28 +82,44 @@ static int note_object(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	if (lo >= hi)
 		return 0;
-	for (unsigned i = 0; i < nr_objects; i++)
-		if (objects[i].lo == lo && objects[i].hi == hi &&
-		    !strcmp(objects[i].path, path))
+	for (unsigned i = 0; i < l->nr; i++)
+		if (l->objects[i].lo == lo && l->objects[i].hi == hi &&
+		    !strcmp(l->objects[i].path, path))
 			return 0;
-	if (nr_objects == RW_MAX_OBJECTS)
+	if (l->nr == RW_MAX_OBJECTS)
 		return 1;
-	o = &objects[nr_objects];
+	o = &l->objects[l->nr];
 	o->bias = info->dlpi_addr;
 	o->lo = lo;
 	o->hi = hi;
 	strncpy(o->path, path, sizeof(o->path) - 1);
 	o->path[sizeof(o->path) - 1] = 0;
-	__atomic_store_n(&nr_objects, nr_objects + 1, __ATOMIC_RELEASE);
+	l->nr++;
 	return 0;
 }
 
 void rw_symbolize_prepare(void)
 {
-	unsigned index = 0;
+	struct object_list *l = &symbolize_objects, *next;
+	size_t len = sizeof(*l);
 
 	pthread_mutex_lock(&objects_lock);
-	dl_iterate_phdr(note_object, &index);
+	next = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (next != MAP_FAILED) {
+		dl_iterate_phdr(note_object, next);
+		if (mprotect(next, len, PROT_READ) ||
+		    mremap(next, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, l) ==
+			    MAP_FAILED) {
+			munmap(next, len);
+			next = MAP_FAILED;
+		}
+	}
+	/* Without a new list, an empty one: reports name regions only. */
+	if (next == MAP_FAILED && !mprotect(l, len, PROT_READ | PROT_WRITE)) {
+		memset(l, 0, len);
+		mprotect(l, len, PROT_READ);
+	}
 	pthread_mutex_unlock(&objects_lock);
 }
 
@@ -312,7 +345,8 @@ void rw_buf_hex(struct rw_buf *b, uintptr_t v)
 bool rw_symbolize(struct rw_buf *b, uintptr_t addr, char *file, size_t file_len)
 {
 	char path[RW_PATH_MAX], name[128];
-	unsigned nr = __atomic_load_n(&nr_objects, __ATOMIC_ACQUIRE);
+	const struct object_list *l = &symbolize_objects;
+	unsigned nr = __atomic_load_n(&l->nr, __ATOMIC_ACQUIRE);
 	uintptr_t bias = 0, lo = 0, off = 0;
 	uint64_t file_off = 0;
 	struct file_map f;
@@ -321,10 +355,13 @@ bool rw_symbolize(struct rw_buf *b, uintptr_t addr, char *file, size_t file_len)
 
 	path[0] = 0;
 	file[0] = 0;
+	/* Bounded, though the list is read-only: RW_MAX_OBJECTS at most. */
+	if (nr > RW_MAX_OBJECTS)
+		nr = RW_MAX_OBJECTS;
 	for (unsigned i = 0; i < nr; i++)
-		if (addr >= objects[i].lo && addr < objects[i].hi) {
-			memcpy(path, objects[i].path, sizeof(path));
-			bias = objects[i].bias;
+		if (addr >= l->objects[i].lo && addr < l->objects[i].hi) {
+			memcpy(path, l->objects[i].path, sizeof(path));
+			bias = l->objects[i].bias;
 			have_bias = true;
 			break;
 		}

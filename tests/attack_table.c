@@ -27,5 +27,7 @@ const struct attack_expect attack_table[] = {
 	{"7g", {B, B, B, B, B}},     {"8a", {B, B, B, B, B}},
 	{"8b", {B, B, B, B, B}},     {"8c", {B, B, B, B, B}},
 	{"9", {B, NA, NA, NA, NA}},
+	{"13a", {B, B, B, B, B}},    {"13b", {B, B, B, B, B}},
+	{"13c", {B, B, B, B, B}},    {"13d", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

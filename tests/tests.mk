@@ -111,3 +111,29 @@ check-install:
 	@echo "check-install: ok"
 
 .PHONY: check-install
+
+# A set-user-ID test program: tests/test_core_setuid.c and scenario 13a
+# make a copy of it set-user-ID root and run it as nobody. The library's
+# sources are compiled in, static and without sanitizers ($(CFLAGS) only):
+# the loader ignores $$ORIGIN (and LD_LIBRARY_PATH) in set-user-ID programs.
+$(B)/tests/core-setuid: tests/setuid/core_setuid_main.c $(LIB_SRC) $(HEADERS) src/internal.h rarewrite.ld
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -fvisibility=hidden -Iinclude -Isrc \
+		-static $< $(LIB_SRC) -o $@ -Wl,-T,rarewrite.ld -pthread
+
+$(TEST_BIN): $(B)/tests/core-setuid
+$(B)/tests/attack-matrix: $(B)/tests/core-setuid
+$(TEST_BIN): tests/core_setuid.h
+
+# The inventory of the library's writable state (tests/inventory.txt): every
+# writable object has its line. The checker must also fail on an inventory
+# that lacks a line (a control, so that it cannot pass by reading nothing).
+check-inventory: all
+	sh tests/check-inventory.sh $(B) tests/inventory.txt
+	@sed '/^core.o table:/d' tests/inventory.txt >$(B)/inventory-control.txt; \
+	if sh tests/check-inventory.sh $(B) $(B)/inventory-control.txt >/dev/null; then \
+		echo "FAIL inventory control: a missing line went unnoticed"; exit 1; fi; \
+	echo "ok   inventory control: a missing line is reported"
+
+check: check-inventory
+.PHONY: check-inventory
