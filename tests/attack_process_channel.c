@@ -200,27 +200,23 @@ static void raw_child(int sock)
 		  0, 0, ATTACK_MARKER};
 	uint64_t bulk_msg[4] = {3 /* BULK */, 0, 0, 65536};
 	/* Today's protocol: a write, and a region of the child's own over
-	 * the page of pvictim ({op, nseg, seq, id, start, len}, then
-	 * {dst, len, flags, fill} and data). */
+	 * the page of pvictim ({op, nseg, seq, id, start, len, cpu, pad},
+	 * then {dst, len, flags, fill} and data). */
 	struct {
 		uint32_t op, nseg;
 		uint64_t seq, id, start, len;
+		uint32_t cpu, pad;
 		uint64_t dst, slen;
 		uint32_t flags;
 		int32_t fill;
 		uint64_t val;
-	} write_msg = {1,
-		       1,
-		       1,
-		       0,
-		       0,
-		       0,
-		       (uintptr_t)&pvictim[1],
-		       8,
-		       0,
-		       0,
-		       ATTACK_MARKER};
-	uint32_t add_msg[10] = {2, 0, 2, 0, 999, 0};
+	} write_msg = {.op = 1,
+		       .nseg = 1,
+		       .seq = 1,
+		       .dst = (uintptr_t)&pvictim[1],
+		       .slen = 8,
+		       .val = ATTACK_MARKER};
+	uint32_t add_msg[12] = {2, 0, 2, 0, 999, 0};
 	uint64_t page = (uintptr_t)pvictim & ~(uint64_t)4095;
 	uint64_t evil[512];
 

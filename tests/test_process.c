@@ -708,6 +708,7 @@ static void filtered_loop_calls(void *arg)
 	syscall(SYS_sendto, -1, NULL, 0, 0, NULL, 0);
 	syscall(SYS_fcntl, -1, F_GET_SEALS);
 	syscall(SYS_fstat, -1, &st);
+	syscall(SYS_getcpu, NULL, NULL, NULL);
 	syscall(SYS_munmap, NULL, 0);
 	syscall(SYS_close, -1);
 	syscall(SYS_exit_group, 0);

@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,8 @@ static uint64_t next_id = 1;
 static uint64_t req_seq;
 /* Data bytes one message may carry on this socket (<= PRW_MAX_DATA). */
 static size_t max_data;
+/* Where the helper last answered from: a hint (see poll_first()). */
+static uint32_t helper_cpu = UINT32_MAX;
 
 /* Writers hold it shared; fork holds it exclusive. */
 static pthread_rwlock_t write_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -69,6 +72,9 @@ static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A waiting thread wakes this often to check that the helper still lives. */
 #define LIVENESS_MS 50
+/* Polls of the socket for an answer before sleeping in recv(), while the
+ * helper runs on another CPU (it answers in a few microseconds). */
+#define CALLER_POLLS 32
 /* The helper has this long to start, and to answer one request. A live
  * helper answers in microseconds; these only turn a hang into an error. */
 #define START_TIMEOUT_S 10
@@ -135,6 +141,23 @@ static void check_helper(const char *call, const void *addr)
 		helper_died(call, addr);
 }
 
+/* The CPU we run on, or UINT32_MAX; a hint. */
+static uint32_t cur_cpu(void)
+{
+	int cpu = sched_getcpu();
+
+	return cpu < 0 ? UINT32_MAX : (uint32_t)cpu;
+}
+
+/* Poll for the answer before sleeping: only while the helper runs on
+ * another CPU than @cpu; on the same one polling only delays it. */
+static bool poll_first(uint32_t cpu)
+{
+	uint32_t h = __atomic_load_n(&helper_cpu, __ATOMIC_RELAXED);
+
+	return cpu != UINT32_MAX && h != UINT32_MAX && h != cpu;
+}
+
 static uint64_t mono_s(void)
 {
 	struct timespec ts;
@@ -153,9 +176,13 @@ static int transact(const char *call, const void *addr, struct msghdr *mh,
 		    size_t len, uint64_t seq)
 {
 	uint64_t deadline = mono_s() + REPLY_TIMEOUT_S;
+	struct prw_msg *m = mh->msg_iov[0].iov_base;
+	unsigned polls;
 	struct prw_reply reply;
 	ssize_t n;
 
+	m->cpu = cur_cpu();
+	polls = poll_first(m->cpu) ? CALLER_POLLS : 0;
 	while ((n = sendmsg(ctl_sock, mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
 	if (n != (ssize_t)len) {
@@ -167,8 +194,14 @@ static int transact(const char *call, const void *addr, struct msghdr *mh,
 		helper_died(call, addr);
 	}
 	for (;;) {
-		n = recv(ctl_sock, &reply, sizeof(reply), 0);
+		n = recv(ctl_sock, &reply, sizeof(reply),
+			 polls ? MSG_DONTWAIT : 0);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (polls) {
+				polls--;
+				continue;
+			}
+			/* SO_RCVTIMEO ran out: is the helper there? */
 			check_helper(call, addr);
 			if (mono_s() > deadline)
 				rw_die(call, addr,
@@ -181,8 +214,11 @@ static int transact(const char *call, const void *addr, struct msghdr *mh,
 			continue;
 		if (n != (ssize_t)sizeof(reply))
 			helper_died(call, addr);
-		if (reply.seq == seq && reply.pid == program_pid)
+		if (reply.seq == seq && reply.pid == program_pid) {
+			__atomic_store_n(&helper_cpu, reply.cpu,
+					 __ATOMIC_RELAXED);
 			return reply.err;
+		}
 	}
 }
 

@@ -31,6 +31,9 @@
  * request that fails validation is refused and nothing of it is written.
  */
 #define _GNU_SOURCE
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -262,8 +265,31 @@ static int serve_one(size_t n, const struct msghdr *mh, pid_t sender, int fd)
 	return -EINVAL;
 }
 
+/* Polls of the socket for the next request before sleeping in recvmsg(),
+ * after answering a caller on another CPU (more may follow at once). */
+#define HELPER_POLLS 64
+
+/* RDTSCP reads the CPU number Linux keeps in TSC_AUX without a system
+ * call; the program checked for it before the clone. */
+static bool h_rdtscp;
+
+static uint32_t my_cpu(void)
+{
+	unsigned cpu;
+
+#if defined(__x86_64__)
+	if (h_rdtscp) {
+		__builtin_ia32_rdtscp(&cpu);
+		return cpu & 0xfff;
+	}
+#endif
+	return sys(SYS_getcpu, &cpu, 0, 0) ? UINT32_MAX : cpu;
+}
+
 static __attribute__((noreturn)) void serve(void)
 {
+	unsigned polls = 0;
+
 	for (;;) {
 		union ctl_buf cbuf;
 		struct iovec iov = {h_buf, PRW_MSG_MAX};
@@ -272,10 +298,16 @@ static __attribute__((noreturn)) void serve(void)
 				    .msg_control = cbuf.buf,
 				    .msg_controllen = sizeof(cbuf.buf)};
 		struct prw_reply reply = {0};
+		uint32_t caller_cpu = UINT32_MAX;
 		pid_t sender;
 		int fd;
-		long n = sys(SYS_recvmsg, h_sock, &mh, MSG_CMSG_CLOEXEC);
+		long n = sys(SYS_recvmsg, h_sock, &mh,
+			     MSG_CMSG_CLOEXEC | (polls ? MSG_DONTWAIT : 0));
 
+		if (n == -EAGAIN && polls) {
+			polls--;
+			continue;
+		}
 		if (n == -EINTR)
 			continue;
 		if (n == 0)
@@ -283,12 +315,17 @@ static __attribute__((noreturn)) void serve(void)
 		if (n < 0)
 			sys_exit(1);
 		take_cmsgs(&mh, &sender, &fd);
-		if ((size_t)n >= sizeof(struct prw_msg))
+		if ((size_t)n >= sizeof(struct prw_msg)) {
 			memcpy(&reply.seq,
 			       h_buf + offsetof(struct prw_msg, seq),
 			       sizeof(reply.seq));
+			memcpy(&caller_cpu,
+			       h_buf + offsetof(struct prw_msg, cpu),
+			       sizeof(caller_cpu));
+		}
 		reply.pid = sender;
 		reply.err = serve_one((size_t)n, &mh, sender, fd);
+		reply.cpu = my_cpu();
 		if (fd >= 0)
 			sys(SYS_close, fd, 0, 0); /* a mapping outlives it */
 		for (;;) {
@@ -300,6 +337,12 @@ static __attribute__((noreturn)) void serve(void)
 			if (r != -EINTR)
 				sys_exit(1);
 		}
+		/* A hint: polling only pays while the caller runs on another
+		 * CPU; on ours it would only keep the caller from running. */
+		polls = caller_cpu != UINT32_MAX && reply.cpu != UINT32_MAX &&
+					caller_cpu != reply.cpu
+				? HELPER_POLLS
+				: 0;
 	}
 }
 
@@ -544,6 +587,14 @@ pid_t prw_helper_spawn(int sock)
 	long pid;
 
 	dl_iterate_phdr(keep_bss, &keep);
+#if defined(__x86_64__)
+	{
+		unsigned a, b, c, d;
+
+		h_rdtscp = __get_cpuid(0x80000001, &a, &b, &c, &d) &&
+			   (d & (1u << 27));
+	}
+#endif
 	/* Like fork(), but exit signal 0: not a SIGCHLD child. No atfork
 	 * handlers run; the child touches no libc lock. */
 	pid = sys6(SYS_clone, 0, 0, 0, 0, 0, 0);

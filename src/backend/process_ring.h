@@ -19,6 +19,10 @@
  * Every reply names the request's sequence number and the sender's pid; the
  * program takes only the reply to its own request.
  *
+ * Each side tells the other the CPU it runs on (a hint, never trusted: it
+ * only decides whether to poll the socket a little before sleeping in
+ * recvmsg(), which pays only while the other side runs on another CPU).
+ *
  * A write message: struct prw_msg (op PRW_OP_WRITE, nseg), nseg struct
  * prw_seg, then the data of every segment that has data, in segment order.
  */
@@ -58,13 +62,17 @@ struct prw_msg {
 	uint64_t id;	/* region id (ADD, DEL) */
 	uint64_t start; /* program address of the region (ADD) */
 	uint64_t len;	/* bytes (ADD) */
+	uint32_t cpu;	/* hint: the sender's CPU */
+	uint32_t pad;
 };
 
 /* helper -> program, one per request, and one int32 0 when ready. */
 struct prw_reply {
 	uint64_t seq;
-	int32_t pid; /* the sender of the request, as the kernel named it */
-	int32_t err; /* 0 or -errno (-EPERM: not the program's message) */
+	int32_t pid;  /* the sender of the request, as the kernel named it */
+	int32_t err;  /* 0 or -errno (-EPERM: not the program's message) */
+	uint32_t cpu; /* hint: the helper's CPU */
+	uint32_t pad;
 };
 
 #define PRW_MSG_MAX                                                            \
