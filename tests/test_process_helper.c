@@ -106,6 +106,9 @@ TEST(process_helper_catches_no_signal, EXPECT_PASS)
 		fprintf(stderr, "helper SigCgt %#llx\n",
 			status_hex(h, "SigCgt"));
 	CHECK(status_hex(h, "SigCgt") == 0);
+	/* Every signal blocked, but SIGKILL and SIGSTOP, which cannot be. */
+	CHECK(status_hex(h, "SigBlk") ==
+	      ~((1ULL << (SIGKILL - 1)) | (1ULL << (SIGSTOP - 1))));
 }
 
 struct holder {

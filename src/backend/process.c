@@ -508,6 +508,7 @@ static void submit(const char *call, const struct rw_seg *segs, unsigned n)
 	const void *addr = segs[0].dst;
 	struct req q;
 
+	memset(&q.head.m, 0, sizeof(q.head.m));
 	q.nseg = 0;
 	q.niov = 1;
 	q.data = 0;

@@ -31,9 +31,6 @@
  * request that fails validation is refused and nothing of it is written.
  */
 #define _GNU_SOURCE
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -269,20 +266,10 @@ static int serve_one(size_t n, const struct msghdr *mh, pid_t sender, int fd)
  * after answering a caller on another CPU (more may follow at once). */
 #define HELPER_POLLS 64
 
-/* RDTSCP reads the CPU number Linux keeps in TSC_AUX without a system
- * call; the program checked for it before the clone. */
-static bool h_rdtscp;
-
 static uint32_t my_cpu(void)
 {
 	unsigned cpu;
 
-#if defined(__x86_64__)
-	if (h_rdtscp) {
-		__builtin_ia32_rdtscp(&cpu);
-		return cpu & 0xfff;
-	}
-#endif
 	return sys(SYS_getcpu, &cpu, 0, 0) ? UINT32_MAX : cpu;
 }
 
@@ -552,7 +539,7 @@ static __attribute__((noreturn)) void helper_main(int sock, pid_t program,
 	/* Directly, not through the library's sigaction() interposer: its
 	 * lock may be held by a thread that is not here, and it would put
 	 * the library's handlers back. */
-	sys(SYS_rt_sigprocmask, SIG_SETMASK, &all, 8);
+	sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, 8, 0, 0);
 	for (int sig = 1; sig < 65; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			sys6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
@@ -587,14 +574,7 @@ pid_t prw_helper_spawn(int sock)
 	long pid;
 
 	dl_iterate_phdr(keep_bss, &keep);
-#if defined(__x86_64__)
-	{
-		unsigned a, b, c, d;
 
-		h_rdtscp = __get_cpuid(0x80000001, &a, &b, &c, &d) &&
-			   (d & (1u << 27));
-	}
-#endif
 	/* Like fork(), but exit signal 0: not a SIGCHLD child. No atfork
 	 * handlers run; the child touches no libc lock. */
 	pid = sys6(SYS_clone, 0, 0, 0, 0, 0, 0);
