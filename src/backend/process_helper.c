@@ -441,7 +441,7 @@ static void shed_program_memory(struct keep *k)
 	uintptr_t base = 0, sp = (uintptr_t)__builtin_frame_address(0);
 	unsigned ndrop;
 
-#ifdef __SANITIZE_ADDRESS__
+#ifdef PRW_ASAN
 	/* AddressSanitizer's shadow is anonymous memory this code needs. */
 	(void)k;
 	(void)base;

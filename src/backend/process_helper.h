@@ -41,6 +41,15 @@ static inline long sys6(long nr, long a, long b, long c, long d, long e, long f)
 #endif
 #define sys(nr, a, b, c) sys6((nr), (long)(a), (long)(b), (long)(c), 0, 0, 0)
 
+/* AddressSanitizer, as GCC and as clang (which has no macro) say it. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PRW_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PRW_ASAN 1
+#endif
+#endif
+
 /* The helper's name in /proc/<pid>/comm. */
 #define PRW_HELPER_COMM "rarewrite-hlp"
 

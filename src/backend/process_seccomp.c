@@ -58,6 +58,10 @@ int prw_helper_seccomp(void)
 		ALLOW(SYS_fstat),
 		/* Where it runs (a hint in every reply). */
 		ALLOW(SYS_getcpu),
+#ifdef PRW_ASAN
+		/* AddressSanitizer asks before every noreturn call. */
+		ALLOW(SYS_sigaltstack),
+#endif
 		/* A stop by a debugger with CAP_SYS_PTRACE, and leaving. */
 		ALLOW(SYS_restart_syscall),
 		ALLOW(SYS_exit),
