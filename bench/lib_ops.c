@@ -95,6 +95,8 @@ static void op_alloc(void *ctx, uint64_t i)
 }
 
 static struct bench_op raw_op(const char *name, size_t len);
+/* base_seqpacket.c: the process backend's own transport, raw. */
+struct bench_op base_seqpacket(void);
 
 const char *mechanism_name(const char *name)
 {
@@ -191,6 +193,11 @@ void run_backend_suite(const char *backend, bool auto_only)
 	if (!strcmp(name, "mprotect")) {
 		ops[3] = base_mprotect_within(8);
 		ops[3].name = "within";
+		run_set(backend, "write8", ops, 4);
+	} else if (!strcmp(name, "process")) {
+		/* Its requests are sendmsg() + a reply: that, raw, too. */
+		ops[3] = base_seqpacket();
+		ops[3].name = "seqpacket";
 		run_set(backend, "write8", ops, 4);
 	} else {
 		run_set(backend, "write8", ops, 3);

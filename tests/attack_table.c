@@ -15,7 +15,7 @@
 /* Columns: pkey, pwrite, shadow, mprotect, process */
 const struct attack_expect attack_table[] = {
 	{"1a", {B, B, B, B, B}},     {"1b", {B, B, B, B, B}},
-	{"2a", {B, B, B, O, B}},     {"2b", {B, B, B, O, B}},
+	{"2a", {B, O, B, O, O}},     {"2b", {B, B, B, O, B}},
 	{"3", {B, B, B, B, B}},	     {"4", {B, B, B, B, B}},
 	{"4b", {B, O, O, B, B}},     {"4c", {O, O, O, O, O}},
 	{"5a", {B, B, B, B, B}},     {"5b", {B, B, O, O, B}},
@@ -27,6 +27,7 @@ const struct attack_expect attack_table[] = {
 	{"7g", {B, B, B, B, B}},     {"8a", {B, B, B, B, B}},
 	{"8b", {B, B, B, B, B}},     {"8c", {B, B, B, B, B}},
 	{"9", {B, NA, NA, NA, NA}},
+	{"10a", {NA, NA, NA, NA, B}}, {"10b", {NA, NA, NA, NA, B}},
 	{"13a", {B, B, B, B, B}},    {"13b", {B, B, B, B, B}},
 	{"13c", {B, B, B, B, B}},    {"13d", {B, B, B, B, B}},
 };

@@ -456,7 +456,12 @@ extern const struct attack *const __stop_rw_attacks[];
 static int by_id(const void *x, const void *y)
 {
 	const struct attack *const *a = x, *const *b = y;
+	unsigned long na = strtoul((*a)->id, NULL, 10),
+		      nb = strtoul((*b)->id, NULL, 10);
 
+	/* By number first: 9 before 10a. */
+	if (na != nb)
+		return na < nb ? -1 : 1;
 	return strcmp((*a)->id, (*b)->id);
 }
 

@@ -20,6 +20,9 @@ static uint64_t victim[2] __wr_rare __attribute__((aligned(16)));
 struct handshake {
 	int state; /* 0 waiting, 1 window open, 2 attacker done */
 	bool stored;
+	/* A map's view, when it is a private staging copy that unmap
+	 * commits (pwrite, process): the thief rewrites it too. */
+	uint64_t *volatile staging;
 };
 
 static void *window_thief(void *p)
@@ -29,6 +32,8 @@ static void *window_thief(void *p)
 	while (__atomic_load_n(&h->state, __ATOMIC_ACQUIRE) != 1)
 		;
 	h->stored = attack_try_store64(&victim[1], ATTACK_MARKER);
+	if (h->staging)
+		attack_try_store64(h->staging, ATTACK_MARKER);
 	__atomic_store_n(&h->state, 2, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -36,9 +41,11 @@ static void *window_thief(void *p)
 ATTACK("2a", thread_in_window,
        "another thread stores while a window is open (begin/end, or a map)")
 {
-	struct handshake h = {0, false};
+	struct handshake h = {0, false, NULL};
 	struct rare_write_mapping m = {0};
 	bool begin_end = rare_write_caps() & RARE_WRITE_CAP_BEGIN_END;
+	/* shadow's view is the live alias itself: row 5b. */
+	bool staging = !begin_end && strcmp(rare_write_backend(), "shadow");
 	pthread_t t;
 
 	if (pthread_create(&t, NULL, window_thief, &h))
@@ -48,6 +55,10 @@ ATTACK("2a", thread_in_window,
 		rare_write_begin();
 	else
 		m = rare_write_map(&victim[0], sizeof(victim[0]));
+	if (staging) {
+		*(uint64_t *)m.addr = 1; /* the program's update */
+		h.staging = m.addr;
+	}
 	__atomic_store_n(&h.state, 1, __ATOMIC_RELEASE);
 	while (__atomic_load_n(&h.state, __ATOMIC_ACQUIRE) != 2)
 		;
@@ -56,8 +67,11 @@ ATTACK("2a", thread_in_window,
 	else
 		rare_write_unmap(m);
 	pthread_join(t, NULL);
-	attack_verdict(attack_load64(&victim[1]) == ATTACK_MARKER,
+	attack_verdict(attack_load64(&victim[1]) == ATTACK_MARKER ||
+			       attack_load64(&victim[0]) == ATTACK_MARKER,
 		       begin_end ? "store during begin/end"
+		       : staging ? "store during rare_write_map, and into its "
+				   "staging view"
 				 : "store during rare_write_map");
 }
 

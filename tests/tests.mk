@@ -137,3 +137,24 @@ check-inventory: all
 
 check: check-inventory
 .PHONY: check-inventory
+
+# One program linked every way a user may link it (tests/link/main.c, run by
+# tests/test_process_link.c on every backend): shared or static librarewrite,
+# lazily or immediately bound, and fully static.
+LINK_BINS := $(B)/tests/link-shared-lazy $(B)/tests/link-shared-now \
+	$(B)/tests/link-static-lazy $(B)/tests/link-static-now \
+	$(B)/tests/link-static-full
+
+$(B)/tests/link-shared-%: tests/link/main.c $(HEADERS) $(B)/librarewrite.so
+	$(CC) $(USER_CFLAGS) $< -o $@ $(USER_LDFLAGS) -Wl,-z,$* -L$(B) \
+		-lrarewrite -pthread -Wl,-rpath,'$$ORIGIN/..'
+
+$(B)/tests/link-static-full: tests/link/main.c $(HEADERS) $(B)/librarewrite.a
+	$(CC) $(USER_CFLAGS) -static $< -o $@ $(USER_LDFLAGS) \
+		$(B)/librarewrite.a -pthread
+
+$(B)/tests/link-static-%: tests/link/main.c $(HEADERS) $(B)/librarewrite.a
+	$(CC) $(USER_CFLAGS) $< -o $@ $(USER_LDFLAGS) -Wl,-z,$* \
+		$(B)/librarewrite.a -pthread
+
+$(TEST_BIN): $(LINK_BINS)

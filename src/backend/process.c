@@ -12,38 +12,36 @@
  * seal makes it useless for writing. Nothing in the program can write
  * protected memory directly, window or not.
  *
- * A write is a request in a shared ring (process_ring.h): the calling
- * thread claims a slot, fills it, marks it READY and rings the doorbell (a
- * futex wake only if the helper sleeps); the helper applies the request and
- * marks it DONE, waking the caller only if it sleeps. A side spins for
- * the other only while that one is polling on another CPU (ring hints);
- * otherwise it sleeps at once, as in a plain futex ping-pong: on a busy or
- * small machine both often share one CPU, where a spin only keeps the
- * other side from running. The helper's DONE store is a release and the
- * caller's load an acquire on the same physical page, so on return the
- * write is visible in the caller's read-only view. Requests too big for a
- * slot take their body from a bulk area (one at a time). Regions are
- * registered and bulk areas handed over on a control socket (SCM_RIGHTS).
+ * A write is one sendmsg() on a SOCK_SEQPACKET socket (process_ring.h):
+ * target, length and data are the system call's arguments, copied by the
+ * kernel when it is made, so no store to the program's memory can forge or
+ * rewrite a request the helper has not yet read. The helper answers each
+ * request with its sequence number and the sender's pid (from the kernel's
+ * SCM_CREDENTIALS), and the calling thread takes only that answer. One
+ * request is in flight at a time (the helper serves one at a time anyway);
+ * a thread sleeps in recv() for its answer, with a timeout that checks the
+ * helper still lives. Regions are registered on the same socket, their
+ * memfds passed with SCM_RIGHTS.
  *
- * fork(): the ring and the bulk area are MADV_DONTFORK and the socket is
- * closed in the child, so a child holds no channel to the parent's helper.
- * The child copies each region into a new memfd while the parent's writers
- * are held off, starts a helper of its own, registers the copies and maps
- * them over the inherited views.
+ * fork(): the socket is closed in the child, so a child holds no channel to
+ * the parent's helper. The child copies each region into a new memfd while
+ * the parent's writers are held off, starts a helper of its own, registers
+ * the copies and maps them over the inherited views. A child made by a raw
+ * fork (no fork handlers) keeps the socket, but the helper refuses its
+ * messages: they do not come from the program's pid.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,46 +55,78 @@
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
 
-static struct prw_ring *ring;
 static int ctl_sock = -1;
 static pid_t helper_pid;
+static pid_t program_pid; /* ours, as the helper sees it in replies */
 static uint64_t next_id = 1;
+static uint64_t req_seq;
+/* Data bytes one message may carry on this socket (<= PRW_MAX_DATA). */
+static size_t max_data;
+/* Where the helper last answered from: a hint (see poll_first()). */
+static uint32_t helper_cpu = UINT32_MAX;
 
 /* Writers hold it shared; fork holds it exclusive. */
 static pthread_rwlock_t write_lock = PTHREAD_RWLOCK_INITIALIZER;
-/* Free slots, so that a claim always finds one. */
-static sem_t slots_free;
-static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
-/* The bulk area: one oversized request at a time. */
-static pthread_mutex_t bulk_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned char *bulk;
-static size_t bulk_len;
+/* One request in flight: its sender takes the next reply. */
+static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Spin this long for the answer of a helper that polls on another CPU
- * before sleeping. */
-#define CALLER_SPIN_NS 20000u
-/* While asleep, check this often that the helper still lives. */
-#define LIVENESS_NS 50000000L
+/* A waiting thread wakes this often to check that the helper still lives. */
+#define LIVENESS_MS 50
+/* Polls of the socket for an answer before sleeping in recv(), while the
+ * helper runs on another CPU (it answers in a few microseconds). */
+#define CALLER_POLLS 32
+/* The helper has this long to start, and to answer one request. A live
+ * helper answers in microseconds; these only turn a hang into an error. */
+#define START_TIMEOUT_S 10
+#define REPLY_TIMEOUT_S 60
 
-/* The helper is gone: reap it and say how it ended. */
+/* How the helper ended, for a message; NULL if it still runs. With @reap,
+ * collect it. */
+static const char *helper_fate(pid_t pid, bool reap, int *sig)
+{
+	siginfo_t si = {0};
+	int opts = WEXITED | WNOHANG | __WALL | (reap ? 0 : WNOWAIT);
+
+	*sig = 0;
+	if (waitid(P_PID, (id_t)pid, &si, opts))
+		return errno == ECHILD ? "has died" : NULL;
+	if (si.si_pid != pid)
+		return NULL;
+	if (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED) {
+		*sig = si.si_status;
+		return si.si_status == SIGSYS ? "seccomp" : "killed";
+	}
+	return "has died";
+}
+
+/* The helper is gone: reap it and say how it ended. Its end of the
+ * socket closes before it becomes a zombie: give it a second to get
+ * there. */
 static __attribute__((noreturn)) void helper_died(const char *call,
 						  const void *addr)
 {
-	int status = 0;
-	pid_t got = waitpid(helper_pid, &status, __WALL | WNOHANG);
+	const char *fate = NULL;
+	int sig = 0;
 
-	if (got == helper_pid && WIFSIGNALED(status) &&
-	    WTERMSIG(status) == SIGSYS)
+	for (int i = 0; i < 100 && !fate; i++) {
+		struct timespec t = {0, 10000000};
+
+		fate = helper_fate(helper_pid, true, &sig);
+		if (!fate)
+			nanosleep(&t, NULL);
+	}
+
+	if (fate && !strcmp(fate, "seccomp"))
 		rw_die(call, addr,
 		       "the process backend's helper (pid %d) made a system "
 		       "call outside its seccomp filter and was killed "
 		       "(SIGSYS); the write cannot be applied",
 		       (int)helper_pid);
-	if (got == helper_pid && WIFSIGNALED(status))
+	if (fate && sig)
 		rw_die(call, addr,
 		       "the process backend's helper (pid %d) was killed by "
 		       "signal %d; the write cannot be applied",
-		       (int)helper_pid, WTERMSIG(status));
+		       (int)helper_pid, sig);
 	rw_die(call, addr,
 	       "the process backend's helper (pid %d) has died; the write "
 	       "cannot be applied",
@@ -105,19 +135,13 @@ static __attribute__((noreturn)) void helper_died(const char *call,
 
 static void check_helper(const char *call, const void *addr)
 {
-	siginfo_t si = {0};
+	int sig;
 
-	if (waitid(P_PID, (id_t)helper_pid, &si,
-		   WEXITED | WNOHANG | WNOWAIT | __WALL)) {
-		if (errno == ECHILD)
-			helper_died(call, addr);
-		return;
-	}
-	if (si.si_pid == helper_pid)
+	if (helper_fate(helper_pid, false, &sig))
 		helper_died(call, addr);
 }
 
-/* The CPU we run on, or -1; a hint. */
+/* The CPU we run on, or UINT32_MAX; a hint. */
 static uint32_t cur_cpu(void)
 {
 	int cpu = sched_getcpu();
@@ -125,33 +149,91 @@ static uint32_t cur_cpu(void)
 	return cpu < 0 ? UINT32_MAX : (uint32_t)cpu;
 }
 
-/* Ring the doorbell; true when the helper polls it on another CPU than
- * @cpu, so that its answer is worth spinning for. */
-static bool ring_doorbell(uint32_t cpu)
+/* Poll for the answer before sleeping: only while the helper runs on
+ * another CPU than @cpu; on the same one polling only delays it. */
+static bool poll_first(uint32_t cpu)
 {
-	__atomic_fetch_add(&ring->doorbell, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&ring->helper_sleeping, __ATOMIC_SEQ_CST)) {
-		syscall(SYS_futex, &ring->doorbell, FUTEX_WAKE, 1, NULL, NULL,
-			0);
-		return false;
-	}
-	return cpu != UINT32_MAX &&
-	       __atomic_load_n(&ring->helper_cpu, __ATOMIC_RELAXED) != cpu;
+	uint32_t h = __atomic_load_n(&helper_cpu, __ATOMIC_RELAXED);
+
+	return cpu != UINT32_MAX && h != UINT32_MAX && h != cpu;
 }
 
-/* One control message and its reply: 0 or -errno from the helper. */
+static uint64_t mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec;
+}
+
+/*
+ * Send @mh as request @seq and wait for its reply: 0 or -errno from the
+ * helper. req_lock held. Replies to other requests (a raw fork child's,
+ * whose sender is not us, or a stale one) are dropped, never taken for
+ * ours.
+ */
+static int transact(const char *call, const void *addr, struct msghdr *mh,
+		    size_t len, uint64_t seq)
+{
+	uint64_t deadline = mono_s() + REPLY_TIMEOUT_S;
+	struct prw_msg *m = mh->msg_iov[0].iov_base;
+	unsigned polls;
+	struct prw_reply reply;
+	ssize_t n;
+
+	m->cpu = cur_cpu();
+	polls = poll_first(m->cpu) ? CALLER_POLLS : 0;
+	while ((n = sendmsg(ctl_sock, mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)len) {
+		if (n < 0 && errno == EMSGSIZE)
+			rw_die(call, addr,
+			       "a %zu-byte request does not fit the process "
+			       "backend's socket",
+			       len);
+		helper_died(call, addr);
+	}
+	for (;;) {
+		n = recv(ctl_sock, &reply, sizeof(reply),
+			 polls ? MSG_DONTWAIT : 0);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (polls) {
+				polls--;
+				continue;
+			}
+			/* SO_RCVTIMEO ran out: is the helper there? */
+			check_helper(call, addr);
+			if (mono_s() > deadline)
+				rw_die(call, addr,
+				       "the process backend's helper (pid %d) "
+				       "did not answer within %d s",
+				       (int)helper_pid, REPLY_TIMEOUT_S);
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof(reply))
+			helper_died(call, addr);
+		if (reply.seq == seq && reply.pid == program_pid) {
+			__atomic_store_n(&helper_cpu, reply.cpu,
+					 __ATOMIC_RELAXED);
+			return reply.err;
+		}
+	}
+}
+
+/* A control message (ADD, DEL), with @fd passed if >= 0: 0 or -errno. */
 static int ctl(const char *call, const void *addr, uint32_t op, uint64_t id,
 	       uint64_t start, uint64_t len, int fd)
 {
-	struct prw_ctl m = {.op = op, .id = id, .start = start, .len = len};
+	struct prw_msg m = {.op = op, .id = id, .start = start, .len = len};
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} cbuf;
 	struct iovec iov = {&m, sizeof(m)};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	int32_t reply;
-	ssize_t n;
+	int err;
 
 	if (fd >= 0) {
 		struct cmsghdr *c;
@@ -165,84 +247,112 @@ static int ctl(const char *call, const void *addr, uint32_t op, uint64_t id,
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	}
-	pthread_mutex_lock(&ctl_lock);
-	while ((n = sendmsg(ctl_sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-		;
-	if (n != (ssize_t)sizeof(m)) {
-		pthread_mutex_unlock(&ctl_lock);
-		helper_died(call, addr);
-	}
-	__atomic_store_n(&ring->ctl_pending, 1, __ATOMIC_SEQ_CST);
-	ring_doorbell(UINT32_MAX);
-	while ((n = recv(ctl_sock, &reply, sizeof(reply), 0)) < 0 &&
-	       errno == EINTR)
-		;
-	pthread_mutex_unlock(&ctl_lock);
-	if (n != (ssize_t)sizeof(reply))
-		helper_died(call, addr);
-	return reply;
+	pthread_mutex_lock(&req_lock);
+	m.seq = ++req_seq;
+	err = transact(call, addr, &mh, sizeof(m), m.seq);
+	pthread_mutex_unlock(&req_lock);
+	return err;
 }
 
-/* A new ring, socket and helper. */
-static int helper_start(void)
+/* Wait for the helper's "ready" (one int32: 0, or -errno from its start)
+ * on @sock: 0 or -errno. A helper that dies or hangs at start is an error
+ * with a reason on stderr, never a wait without end. */
+static int helper_ready(int sock, pid_t pid)
 {
-	int sv[2], fd, err;
+	uint64_t deadline = mono_s() + START_TIMEOUT_S;
 	int32_t ready;
 	ssize_t n;
-	void *p;
+	int sig;
+
+	for (;;) {
+		n = recv(sock, &ready, sizeof(ready), 0);
+		if (n == (ssize_t)sizeof(ready))
+			return ready;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) &&
+		    !helper_fate(pid, false, &sig) && mono_s() <= deadline)
+			continue;
+		break;
+	}
+	if (helper_fate(pid, false, &sig)) {
+		if (sig)
+			rw_say("rare_write_init",
+			       "the process backend's helper (pid %d) was "
+			       "killed by signal %d while starting",
+			       (int)pid, sig);
+		else
+			rw_say("rare_write_init",
+			       "the process backend's helper (pid %d) exited "
+			       "while starting",
+			       (int)pid);
+		return -ECHILD;
+	}
+	rw_say("rare_write_init",
+	       "the process backend's helper (pid %d) did not start within "
+	       "%d s",
+	       (int)pid, START_TIMEOUT_S);
+	return -ETIMEDOUT;
+}
+
+/* Largest message the socket takes, from its send buffer. */
+static size_t socket_max_data(int sock)
+{
+	int want = (int)(2 * PRW_MSG_MAX), have = 0;
+	socklen_t l = sizeof(have);
+	size_t room, head = sizeof(struct prw_msg) +
+			    PRW_MAX_SEGS * sizeof(struct prw_seg);
+
+	setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
+	if (getsockopt(sock, SOL_SOCKET, SO_SNDBUF, &have, &l) || have <= 0)
+		return 0;
+	/* The kernel refuses a datagram above the send buffer less 32; keep
+	 * a margin for its accounting. */
+	room = (size_t)have / 2;
+	if (room <= head + PRW_PAGE)
+		return 0;
+	room -= head;
+	return room < PRW_MAX_DATA ? room & ~(size_t)63 : PRW_MAX_DATA;
+}
+
+/* A new socket and helper. */
+static int helper_start(void)
+{
+	struct timeval tv = {0, LIVENESS_MS * 1000};
+	int sv[2], one = 1, err;
+	size_t data;
 	pid_t pid;
 
-	fd = memfd_create(PRW_RING_NAME, MFD_CLOEXEC);
-	if (fd < 0)
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return -errno;
-	if (ftruncate(fd, PRW_RING_SIZE)) {
-		err = -errno;
-		close(fd);
+	data = socket_max_data(sv[0]);
+	/* The helper learns every sender's pid from the kernel; our waits
+	 * wake to check on the helper. */
+	if (!data ||
+	    setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
+	    setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv))) {
+		err = data ? -errno : -ENOBUFS;
+		close(sv[0]);
+		close(sv[1]);
 		return err;
 	}
-	p = mmap(NULL, PRW_RING_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		 0);
-	err = -errno;
-	close(fd);
-	if (p == MAP_FAILED)
-		return err;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
-		err = -errno;
-		munmap(p, PRW_RING_SIZE);
-		return err;
-	}
-	pid = prw_helper_spawn(p, sv[1]);
+	pid = prw_helper_spawn(sv[1]);
 	close(sv[1]);
 	if (pid < 0) {
 		close(sv[0]);
-		munmap(p, PRW_RING_SIZE);
 		return pid;
 	}
-	while ((n = recv(sv[0], &ready, sizeof(ready), 0)) < 0 &&
-	       errno == EINTR)
-		;
-	if (n != (ssize_t)sizeof(ready) || ready) {
+	err = helper_ready(sv[0], pid);
+	if (err) {
 		close(sv[0]);
-		munmap(p, PRW_RING_SIZE);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, __WALL);
-		return -ECHILD;
-	}
-	/* Children of ours never see the ring (fork() or not). */
-	if (madvise(p, PRW_RING_SIZE, MADV_DONTFORK)) {
-		err = -errno;
-		close(sv[0]);
-		munmap(p, PRW_RING_SIZE);
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, __WALL);
 		return err;
 	}
-	ring = p;
 	ctl_sock = sv[0];
 	helper_pid = pid;
-	bulk = NULL;
-	bulk_len = 0;
-	sem_init(&slots_free, 0, PRW_NR_SLOTS);
+	program_pid = getpid();
+	max_data = data;
 	return 0;
 }
 
@@ -345,164 +455,96 @@ static void process_destroy(struct rw_region *r)
 	close(r->fd);
 }
 
-/* Make the bulk area at least @need bytes; bulk_lock held. */
-static void bulk_reserve(const char *call, const void *addr, size_t need)
-{
-	size_t len = 65536;
-	void *p;
-	int fd, err;
+/* Segments in one message; its head lives on the caller's stack. */
+#define REQ_SEGS 64u
 
-	if (need <= bulk_len)
+/* A write request being built: its head and segments, and where the data
+ * of each segment is (the caller's memory: sendmsg() copies it). */
+struct req {
+	struct {
+		struct prw_msg m;
+		struct prw_seg segs[REQ_SEGS];
+	} head;
+	struct iovec iov[REQ_SEGS + 1];
+	unsigned nseg, niov;
+	size_t data;
+};
+
+/* Send @q as one request; it is applied whole, or the call dies. */
+static void req_flush(const char *call, const void *addr, struct req *q)
+{
+	size_t head = sizeof(q->head.m) + q->nseg * sizeof(q->head.segs[0]);
+	struct msghdr mh = {.msg_iov = q->iov, .msg_iovlen = q->niov};
+	int err;
+
+	if (!q->nseg)
 		return;
-	while (len < need)
-		len *= 2;
-	fd = memfd_new("rarewrite-bulk", len, NULL);
-	if (fd < 0)
-		rw_die(call, addr, "no bulk area for a %zu-byte request: %s",
-		       need, strerror(-fd));
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED || madvise(p, len, MADV_DONTFORK))
-		rw_die(call, addr, "cannot map a %zu-byte bulk area: %s", len,
-		       strerror(errno));
-	err = ctl(call, addr, PRW_OP_BULK, 0, 0, len, fd);
-	close(fd);
+	q->head.m.op = PRW_OP_WRITE;
+	q->head.m.nseg = q->nseg;
+	q->iov[0] = (struct iovec){&q->head, head};
+	pthread_mutex_lock(&req_lock);
+	q->head.m.seq = ++req_seq;
+	err = transact(call, addr, &mh, head + q->data, q->head.m.seq);
+	pthread_mutex_unlock(&req_lock);
 	if (err)
-		rw_die(call, addr, "the helper refused a bulk area: %s",
-		       strerror(-err));
-	if (bulk)
-		munmap(bulk, bulk_len);
-	bulk = p;
-	bulk_len = len;
+		rw_die(call, addr,
+		       "the process backend's helper refused the write (%zu "
+		       "bytes): %s",
+		       q->data,
+		       err == -EPERM ? "not sent by this process"
+				     : "not inside memory registered with it");
+	q->nseg = 0;
+	q->niov = 1;
+	q->data = 0;
 }
 
-/* Lay @n segments out as a request body at @body. */
-static void body_fill(unsigned char *body, const struct rw_seg *segs,
-		      unsigned n)
-{
-	struct prw_req_head head = {.nseg = n};
-	size_t data = sizeof(head) + n * sizeof(struct prw_seg);
-
-	memcpy(body, &head, sizeof(head));
-	for (unsigned i = 0; i < n; i++) {
-		struct prw_seg g = {.dst = (uintptr_t)segs[i].dst,
-				    .len = segs[i].len,
-				    .data = PRW_DATA_FILL,
-				    .fill = segs[i].fill};
-
-		if (segs[i].src) {
-			g.data = data;
-			memcpy(body + data, segs[i].src, segs[i].len);
-			data += segs[i].len;
-		}
-		memcpy(body + sizeof(head) + i * sizeof(g), &g, sizeof(g));
-	}
-}
-
-static struct prw_slot *slot_claim(void)
-{
-	static __thread unsigned hint;
-
-	while (sem_wait(&slots_free))
-		;
-	for (unsigned i = 0;; i++) {
-		unsigned k = (hint + i) % PRW_NR_SLOTS;
-		struct prw_slot *s = &ring->slots[k];
-		uint32_t expect = PRW_FREE;
-
-		if (__atomic_compare_exchange_n(&s->state, &expect, PRW_CLAIMED,
-						false, __ATOMIC_ACQUIRE,
-						__ATOMIC_RELAXED)) {
-			hint = k;
-			return s;
-		}
-		if (i && !(i % PRW_NR_SLOTS))
-			sched_yield(); /* a forged state holds a slot */
-	}
-}
-
-/* Wait for the helper's verdict on @s: PRW_DONE or PRW_REFUSED. Spin
- * first only if @spin. */
-static uint32_t slot_wait(struct prw_slot *s, bool spin, const char *call,
-			  const void *addr)
-{
-	uint64_t until = spin ? now_ns() + CALLER_SPIN_NS : 0;
-	uint32_t st;
-
-	for (unsigned n = 0;; n++) {
-		st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
-		if (st != PRW_READY)
-			goto verdict;
-		if (!(n % 64) && now_ns() > until)
-			break;
-		cpu_relax();
-	}
-	__atomic_store_n(&s->waiting, 1, __ATOMIC_SEQ_CST);
-	while ((st = __atomic_load_n(&s->state, __ATOMIC_SEQ_CST)) ==
-	       PRW_READY) {
-		struct timespec t = {0, LIVENESS_NS};
-
-		if (syscall(SYS_futex, &s->state, FUTEX_WAIT, PRW_READY, &t,
-			    NULL, 0) &&
-		    errno == ETIMEDOUT)
-			check_helper(call, addr);
-	}
-	__atomic_store_n(&s->waiting, 0, __ATOMIC_RELAXED);
-	/* Where the wake-up put us, for the helper's choice to spin. */
-	__atomic_store_n(&ring->caller_cpu, cur_cpu(), __ATOMIC_RELAXED);
-verdict:
-	if (st != PRW_DONE && st != PRW_REFUSED)
-		rw_die(call, addr, "the request ring was tampered with");
-	return st;
-}
-
-/* One request for @n segments, applied whole by the helper. */
+/*
+ * @n segments as few requests as the message limits allow, in order. A
+ * request is applied whole; a write larger than one message (PRW_MAX_DATA)
+ * is applied in pieces, each in order, as separate writes would be.
+ */
 static void submit(const char *call, const struct rw_seg *segs, unsigned n)
 {
-	size_t size = sizeof(struct prw_req_head) + n * sizeof(struct prw_seg);
-	bool big, spin;
-	struct prw_slot *s;
-	uint32_t st, cpu;
+	const void *addr = segs[0].dst;
+	struct req q;
 
-	for (unsigned i = 0; i < n; i++)
-		if (segs[i].src)
-			size += segs[i].len;
-	big = size > sizeof(s->body);
-	if (big) {
-		pthread_mutex_lock(&bulk_lock);
-		bulk_reserve(call, segs[0].dst, size);
+	memset(&q.head.m, 0, sizeof(q.head.m));
+	q.nseg = 0;
+	q.niov = 1;
+	q.data = 0;
+	for (unsigned i = 0; i < n; i++) {
+		const struct rw_seg *g = &segs[i];
+
+		for (size_t off = 0; off < g->len;) {
+			size_t len = g->len - off;
+
+			if (q.nseg == REQ_SEGS ||
+			    (g->src && len > max_data - q.data && q.nseg))
+				req_flush(call, addr, &q);
+			if (g->src && len > max_data - q.data)
+				len = max_data; /* alone, and still too big */
+			q.head.segs[q.nseg++] = (struct prw_seg){
+				.dst = (uintptr_t)g->dst + off,
+				.len = len,
+				.flags = g->src ? 0 : PRW_SEG_FILL,
+				.fill = g->fill,
+			};
+			if (g->src) {
+				q.iov[q.niov++] = (struct iovec){
+					(void *)((const char *)g->src + off),
+					len};
+				q.data += len;
+			}
+			off += len;
+		}
 	}
-	s = slot_claim();
-	if (big) {
-		body_fill(bulk, segs, n);
-		s->flags = PRW_BODY_BULK;
-	} else {
-		body_fill(s->body, segs, n);
-		s->flags = 0;
-	}
-	cpu = cur_cpu();
-	__atomic_store_n(&ring->caller_cpu, cpu, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->state, PRW_READY, __ATOMIC_RELEASE);
-	spin = ring_doorbell(cpu);
-	st = slot_wait(s, spin, call, segs[0].dst);
-	__atomic_store_n(&s->state, PRW_FREE, __ATOMIC_RELEASE);
-	sem_post(&slots_free);
-	if (big)
-		pthread_mutex_unlock(&bulk_lock);
-	if (st == PRW_REFUSED)
-		rw_die(call, segs[0].dst,
-		       "the process backend's helper refused the write (%zu "
-		       "bytes): not inside memory registered with it",
-		       segs[0].len);
+	req_flush(call, addr, &q);
 }
 
 static void process_write_call(const char *call, const struct rw_seg *segs,
 			       unsigned n)
 {
 	pthread_rwlock_rdlock(&write_lock);
-	/* More segments than a request holds: internal callers never get
-	 * near; split rather than fail. */
-	for (; n > PRW_MAX_SEGS; segs += PRW_MAX_SEGS, n -= PRW_MAX_SEGS)
-		submit(call, segs, PRW_MAX_SEGS);
 	submit(call, segs, n);
 	pthread_rwlock_unlock(&write_lock);
 }
@@ -545,14 +587,9 @@ static void process_fork_child(void)
 	struct rw_region *r;
 	int err;
 
-	/* The parent's ring and bulk area were not inherited
-	 * (MADV_DONTFORK); drop its socket, the last channel to its
-	 * helper. */
+	/* Drop the parent's socket, the only channel to its helper. */
 	close(ctl_sock);
 	ctl_sock = -1;
-	ring = NULL;
-	bulk = NULL;
-	bulk_len = 0;
 	/* A snapshot of every region while the parent's writers wait, read
 	 * from the parent's memfd (the view was not inherited). */
 	rw_for_each_region(r) {
@@ -575,8 +612,7 @@ static void process_fork_child(void)
 		r->fd = fd;
 	}
 	pthread_rwlock_init(&write_lock, NULL);
-	pthread_mutex_init(&ctl_lock, NULL);
-	pthread_mutex_init(&bulk_lock, NULL);
+	pthread_mutex_init(&req_lock, NULL);
 	err = helper_start();
 	if (err)
 		rw_die("fork", NULL,

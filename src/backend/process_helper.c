@@ -5,30 +5,35 @@
  *
  * It is a clone of the program made without SIGCHLD (a "clone child", so the
  * program's own wait(-1) and SIGCHLD handlers never see it). Before serving
- * it blocks every signal but the parent-death one, restores default
- * dispositions, closes every descriptor but its end of the control socket,
- * makes itself non-dumpable (no ptrace, no /proc/<pid>/mem for anyone of the
- * same uid), checks that its parent is still the program, and confines
- * itself to the system calls of its loop (process_seccomp.c).
+ * it blocks every signal, restores default dispositions, closes every
+ * descriptor but its end of the socket, makes itself non-dumpable (no
+ * ptrace, no /proc/<pid>/mem for anyone of the same uid), checks that its
+ * parent is still the program, and confines itself to the system calls of
+ * its loop (process_seccomp.c). It ends when no process holds the other end
+ * of the socket any more (the program exited or exec()ed).
  *
  * It starts on a copy-on-write copy of the program's memory, so it calls
- * nothing that takes a libc lock (no malloc, no stdio, no abort): system
- * calls and memcpy only. Before serving it drops what it does not need of
- * that copy: every anonymous mapping (the program's heap, its other
- * threads' stacks, its buffers) but its own stack and thread block; what
- * stays is the loaded objects (code, data, .bss) and the ring.
+ * nothing that takes a libc lock or goes through the library's interposers
+ * (no malloc, no stdio, no abort, no sigaction(): another thread of the
+ * program may have held their locks when it was cloned). Its system calls
+ * are made directly (sys() below). Before serving it drops what it does not
+ * need of that copy: every anonymous mapping (the program's heap, its other
+ * threads' stacks, its buffers, the dynamic loader's own data) but its own
+ * stack and thread block; what stays is the loaded objects (code, data,
+ * .bss). Since the loader's data is gone, nothing after that may resolve a
+ * lazily bound symbol: the few libc functions it calls (memset, memmove,
+ * memcpy, strchr, strncmp) are called once before (warm_up()).
  *
- * Every request is copied into helper memory, validated against the
- * helper's own table of regions (which the program cannot touch), and then
- * applied whole; a request that fails validation is refused and nothing of
- * it is written.
+ * Every request comes whole in one message (process_ring.h), into helper
+ * memory; only the program's own messages are served (the kernel's
+ * SCM_CREDENTIALS); each is validated against the helper's own table of
+ * regions (which the program cannot touch) and then applied whole; a
+ * request that fails validation is refused and nothing of it is written.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
-#include <linux/futex.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
@@ -37,16 +42,25 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "process_helper.h"
 #include "process_ring.h"
 
-#ifndef F_SEAL_FUTURE_WRITE
-#define F_SEAL_FUTURE_WRITE 0x0010
-#endif
+static __attribute__((noreturn)) void sys_exit(int code)
+{
+	for (;;)
+		sys(SYS_exit_group, code, 0, 0);
+}
+
+/* The kernel's struct sigaction (x86-64, and most others). */
+struct k_sigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
 
 /* The helper's state: in the helper's own (copied) memory only. */
 static struct helper_region {
@@ -56,20 +70,9 @@ static struct helper_region {
 	unsigned char *map; /* the writable mapping */
 } h_regions[PRW_MAX_REGIONS];
 static unsigned h_nr_regions;
-static const unsigned char *h_bulk;
-static size_t h_bulk_len;
-static struct prw_ring *h_ring;
+static unsigned char *h_buf; /* one message, PRW_MSG_MAX bytes */
 static int h_sock;
 static pid_t h_program;
-
-static void on_parent_death(int sig)
-{
-	(void)sig;
-	/* Sent when the thread that started us exits; only the death of the
-	 * whole program (we were handed to another reaper) ends the helper. */
-	if (getppid() != h_program)
-		_exit(0);
-}
 
 static struct helper_region *region_by_addr(uintptr_t dst, uint64_t len)
 {
@@ -83,48 +86,47 @@ static struct helper_region *region_by_addr(uintptr_t dst, uint64_t len)
 	return NULL;
 }
 
-/* Validate and apply the request in @s: 0, or -1 when refused. */
-static int handle(struct prw_slot *s)
+/* Validate and apply the write in the message of @n bytes at h_buf: 0, or
+ * -EINVAL with nothing written. */
+static int handle_write(size_t n)
 {
-	static struct prw_seg segs[PRW_MAX_SEGS];
 	static unsigned char *at[PRW_MAX_SEGS];
-	uint32_t flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
-	const unsigned char *body = s->body;
-	size_t size = sizeof(s->body);
-	struct prw_req_head head;
+	const struct prw_msg *m = (const void *)h_buf;
+	const struct prw_seg *segs = (const void *)(h_buf + sizeof(*m));
+	const unsigned char *data;
+	size_t head, avail, used = 0;
 
-	if (flags & PRW_BODY_BULK) {
-		body = h_bulk;
-		size = h_bulk_len;
-		if (!body)
-			return -1;
-	} else if (flags) {
-		return -1;
-	}
-	memcpy(&head, body, sizeof(head));
-	if (!head.nseg || head.nseg > PRW_MAX_SEGS ||
-	    (size - sizeof(head)) / sizeof(segs[0]) < head.nseg)
-		return -1;
-	/* From here on only the private copy of the descriptors counts. */
-	memcpy(segs, body + sizeof(head), head.nseg * sizeof(segs[0]));
-	for (unsigned i = 0; i < head.nseg; i++) {
+	if (!m->nseg || m->nseg > PRW_MAX_SEGS)
+		return -EINVAL;
+	head = sizeof(*m) + m->nseg * sizeof(*segs);
+	if (n < head)
+		return -EINVAL;
+	data = h_buf + head;
+	avail = n - head;
+	for (unsigned i = 0; i < m->nseg; i++) {
 		const struct prw_seg *g = &segs[i];
 		struct helper_region *r = region_by_addr(g->dst, g->len);
 
-		if (!g->len || !r)
-			return -1;
-		if (g->data != PRW_DATA_FILL &&
-		    (g->data > size || g->len > size - g->data))
-			return -1;
+		if (!g->len || !r || (g->flags & ~PRW_SEG_FILL))
+			return -EINVAL;
+		if (!(g->flags & PRW_SEG_FILL)) {
+			if (g->len > avail - used)
+				return -EINVAL;
+			used += g->len;
+		}
 		at[i] = r->map + (g->dst - r->start);
 	}
-	for (unsigned i = 0; i < head.nseg; i++) {
+	if (used != avail)
+		return -EINVAL;
+	for (unsigned i = 0; i < m->nseg; i++) {
 		const struct prw_seg *g = &segs[i];
 
-		if (g->data == PRW_DATA_FILL)
+		if (g->flags & PRW_SEG_FILL) {
 			memset(at[i], g->fill, g->len);
-		else
-			rw_store(at[i], body + g->data, g->len);
+		} else {
+			rw_store(at[i], data, g->len);
+			data += g->len;
+		}
 	}
 	return 0;
 }
@@ -133,18 +135,19 @@ static int handle(struct prw_slot *s)
 static int memfd_fit(int fd, uint64_t len)
 {
 	struct stat st;
-	int seals = fcntl(fd, F_GET_SEALS);
+	long seals = sys(SYS_fcntl, fd, F_GET_SEALS, 0);
 
 	if (seals < 0 || !(seals & F_SEAL_SHRINK))
 		return -EPERM;
-	if (fstat(fd, &st) || st.st_size < 0 || (uint64_t)st.st_size < len)
+	if (sys(SYS_fstat, fd, &st, 0) || st.st_size < 0 ||
+	    (uint64_t)st.st_size < len)
 		return -EINVAL;
 	return 0;
 }
 
-static int ctl_add(const struct prw_ctl *m, int fd)
+static int ctl_add(const struct prw_msg *m, int fd)
 {
-	void *map;
+	long map;
 	int err;
 
 	if (fd < 0 || !m->len || m->len % PRW_PAGE || m->start % PRW_PAGE ||
@@ -160,242 +163,179 @@ static int ctl_add(const struct prw_ctl *m, int fd)
 	err = memfd_fit(fd, m->len);
 	if (err)
 		return err;
-	map = mmap(NULL, m->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED)
-		return -errno;
-	h_regions[h_nr_regions++] = (struct helper_region){
-		.id = m->id, .start = m->start, .len = m->len, .map = map};
+	map = sys6(SYS_mmap, 0, (long)m->len, PROT_READ | PROT_WRITE,
+		   MAP_SHARED, fd, 0);
+	if (map < 0 && map > -4096)
+		return (int)map;
+	h_regions[h_nr_regions].id = m->id;
+	h_regions[h_nr_regions].start = m->start;
+	h_regions[h_nr_regions].len = m->len;
+	h_regions[h_nr_regions].map = (unsigned char *)map;
+	h_nr_regions++;
 	return 0;
 }
 
-static int ctl_del(const struct prw_ctl *m)
+static int ctl_del(const struct prw_msg *m)
 {
 	for (unsigned i = 0; i < h_nr_regions; i++)
 		if (h_regions[i].id == m->id) {
-			munmap(h_regions[i].map, h_regions[i].len);
-			h_regions[i] = h_regions[--h_nr_regions];
+			sys(SYS_munmap, h_regions[i].map, h_regions[i].len, 0);
+			h_regions[i].id = h_regions[h_nr_regions - 1].id;
+			h_regions[i].start = h_regions[h_nr_regions - 1].start;
+			h_regions[i].len = h_regions[h_nr_regions - 1].len;
+			h_regions[i].map = h_regions[h_nr_regions - 1].map;
+			h_nr_regions--;
 			return 0;
 		}
 	return -ENOENT;
 }
 
-static int ctl_bulk(const struct prw_ctl *m, int fd)
+/* Control data of one message: the sender's credentials and up to four
+ * descriptors. */
+union ctl_buf {
+	char buf[CMSG_SPACE(sizeof(struct ucred)) +
+		 CMSG_SPACE(4 * sizeof(int))];
+	struct cmsghdr align;
+};
+
+/* Walk the control data of @mh (without glibc's __cmsg_nxthdr, a call
+ * into libc): the sender's pid in @pid (0 if none), the first descriptor
+ * in @fd; any further descriptor is closed. */
+static void take_cmsgs(const struct msghdr *mh, pid_t *pid, int *fd)
 {
-	void *map;
-	int err;
+	const char *p = mh->msg_control, *end = p + mh->msg_controllen;
 
-	if (fd < 0 || !m->len || m->len > SIZE_MAX / 2)
-		return -EINVAL;
-	err = memfd_fit(fd, m->len);
-	if (err)
-		return err;
-	map = mmap(NULL, m->len, PROT_READ, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED)
-		return -errno;
-	if (h_bulk)
-		munmap((void *)h_bulk, h_bulk_len);
-	h_bulk = map;
-	h_bulk_len = m->len;
-	return 0;
-}
+	*pid = 0;
+	*fd = -1;
+	while ((size_t)(end - p) >= sizeof(struct cmsghdr)) {
+		const struct cmsghdr *c = (const void *)p;
+		size_t len = c->cmsg_len, step = CMSG_ALIGN(len);
 
-/* Serve every control message waiting on the socket. */
-static void ctl_drain(void)
-{
-	for (;;) {
-		struct prw_ctl m;
-		union {
-			char buf[CMSG_SPACE(4 * sizeof(int))];
-			struct cmsghdr align;
-		} cbuf;
-		struct iovec iov = {&m, sizeof(m)};
-		struct msghdr mh = {.msg_iov = &iov,
-				    .msg_iovlen = 1,
-				    .msg_control = cbuf.buf,
-				    .msg_controllen = sizeof(cbuf.buf)};
-		struct cmsghdr *c;
-		int fd = -1, nfds = 0;
-		int32_t reply = -EINVAL;
-		ssize_t n =
-			recvmsg(h_sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (len < CMSG_LEN(0) || len > (size_t)(end - p))
+			break;
+		if (c->cmsg_level == SOL_SOCKET &&
+		    c->cmsg_type == SCM_CREDENTIALS &&
+		    len >= CMSG_LEN(sizeof(struct ucred))) {
+			struct ucred u;
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return;
-			_exit(1);
-		}
-		if (!n)
-			_exit(0); /* the program closed its end: it is gone */
-		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			if (c->cmsg_level != SOL_SOCKET ||
-			    c->cmsg_type != SCM_RIGHTS)
-				continue;
+			memcpy(&u, CMSG_DATA(c), sizeof(u));
+			*pid = u.pid;
+		} else if (c->cmsg_level == SOL_SOCKET &&
+			   c->cmsg_type == SCM_RIGHTS) {
 			for (size_t i = 0;
-			     i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			     i++) {
+			     i < (len - CMSG_LEN(0)) / sizeof(int); i++) {
 				int got;
 
 				memcpy(&got, CMSG_DATA(c) + i * sizeof(int),
 				       sizeof(int));
-				if (!nfds++)
-					fd = got;
+				if (*fd < 0)
+					*fd = got;
 				else
-					close(got);
+					sys(SYS_close, got, 0, 0);
 			}
 		}
-		if (n == sizeof(m) && nfds <= 1 &&
-		    !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-			switch (m.op) {
-			case PRW_OP_ADD:
-				reply = ctl_add(&m, fd);
-				break;
-			case PRW_OP_DEL:
-				reply = ctl_del(&m);
-				break;
-			case PRW_OP_BULK:
-				reply = ctl_bulk(&m, fd);
-				break;
-			}
-		}
-		if (fd >= 0)
-			close(fd); /* a mapping, if any, outlives it */
-		while (send(h_sock, &reply, sizeof(reply), MSG_NOSIGNAL) < 0)
-			if (errno != EINTR)
-				_exit(1);
+		if (step > (size_t)(end - p))
+			break;
+		p += step;
 	}
 }
 
-/* Sleep on @word; after a second of idleness, check that the program still
- * holds its end of the socket (it closes on exec, or if the program closed
- * it), and leave if not. */
-static void futex_wait_shared(uint32_t *word, uint32_t val)
+/* One request: 0 or -errno. */
+static int serve_one(size_t n, const struct msghdr *mh, pid_t sender, int fd)
 {
-	struct timespec t = {1, 0};
-	char c;
+	const struct prw_msg *m = (const void *)h_buf;
 
-	if (syscall(SYS_futex, word, FUTEX_WAIT, val, &t, NULL, 0) &&
-	    errno == ETIMEDOUT && !recv(h_sock, &c, 1, MSG_PEEK | MSG_DONTWAIT))
-		_exit(0);
-}
-
-static void futex_wake_shared(uint32_t *word)
-{
-	syscall(SYS_futex, word, FUTEX_WAKE, 1, NULL, NULL, 0);
-}
-
-/* Poll this long for the next request before sleeping on the doorbell. */
-#define HELPER_SPIN_NS 50000u
-
-static void publish_cpu(struct prw_ring *ring)
-{
-	int cpu = sched_getcpu();
-
-	__atomic_store_n(&ring->helper_cpu,
-			 cpu < 0 ? UINT32_MAX : (uint32_t)cpu,
-			 __ATOMIC_RELAXED);
-}
-
-static void set_sleeping(struct prw_ring *ring, uint32_t v)
-{
-	__atomic_store_n(&ring->helper_sleeping, v, __ATOMIC_SEQ_CST);
-}
-
-/*
- * After answering a caller that slept: until it has taken its answer, give
- * the CPU away rather than spin, since the caller may be queued behind us
- * on this one. Meanwhile callers must wake us and not spin for us. False
- * when a new request came, or the caller did not run within @until.
- */
-static bool wait_taken(struct prw_ring *ring, struct prw_slot *s, uint32_t seen,
-		       uint64_t until)
-{
-	for (;;) {
-		uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
-
-		if (st != PRW_DONE && st != PRW_REFUSED)
-			return true;
-		if (__atomic_load_n(&ring->doorbell, __ATOMIC_SEQ_CST) !=
-			    seen ||
-		    now_ns() > until)
-			return false;
-		sched_yield();
+	/* A raw fork child (no fork handlers ran) holds the socket too: it
+	 * may ask nothing, register nothing, remove nothing. */
+	if (sender != h_program)
+		return -EPERM;
+	if (n < sizeof(*m) || (mh->msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		return -EINVAL;
+	switch (m->op) {
+	case PRW_OP_WRITE:
+		return fd < 0 ? handle_write(n) : -EINVAL;
+	case PRW_OP_ADD:
+		return n == sizeof(*m) ? ctl_add(m, fd) : -EINVAL;
+	case PRW_OP_DEL:
+		return n == sizeof(*m) && fd < 0 ? ctl_del(m) : -EINVAL;
 	}
+	return -EINVAL;
 }
 
-/* Poll the doorbell until @until while it still reads @seen; true when it
- * rang. Only worth it while the caller runs on another CPU. */
-static bool poll_doorbell(struct prw_ring *ring, uint32_t seen, uint64_t until)
+/* Polls of the socket for the next request before sleeping in recvmsg(),
+ * after answering a caller on another CPU (more may follow at once). */
+#define HELPER_POLLS 64
+
+static uint32_t my_cpu(void)
 {
-	for (unsigned n = 0;; n++) {
-		if (__atomic_load_n(&ring->doorbell, __ATOMIC_RELAXED) != seen)
-			return true;
-		if (!(n % 64) && now_ns() > until)
-			return false;
-		cpu_relax();
-	}
+	unsigned cpu;
+
+	return sys(SYS_getcpu, &cpu, 0, 0) ? UINT32_MAX : cpu;
 }
 
 static __attribute__((noreturn)) void serve(void)
 {
-	struct prw_ring *ring = h_ring;
+	unsigned polls = 0;
 
 	for (;;) {
-		uint32_t seen =
-			__atomic_load_n(&ring->doorbell, __ATOMIC_SEQ_CST);
-		struct prw_slot *woken = NULL;
-		bool worked = false;
-		uint64_t until;
+		union ctl_buf cbuf;
+		struct iovec iov = {h_buf, PRW_MSG_MAX};
+		struct msghdr mh = {.msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = cbuf.buf,
+				    .msg_controllen = sizeof(cbuf.buf)};
+		struct prw_reply reply = {0};
+		uint32_t caller_cpu = UINT32_MAX;
+		pid_t sender;
+		int fd;
+		long n = sys(SYS_recvmsg, h_sock, &mh,
+			     MSG_CMSG_CLOEXEC | (polls ? MSG_DONTWAIT : 0));
 
-		publish_cpu(ring);
-		if (__atomic_exchange_n(&ring->ctl_pending, 0,
-					__ATOMIC_SEQ_CST)) {
-			ctl_drain();
-			worked = true;
-		}
-		for (unsigned i = 0; i < PRW_NR_SLOTS; i++) {
-			struct prw_slot *s = &ring->slots[i];
-			uint32_t st;
-
-			if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) !=
-			    PRW_READY)
-				continue;
-			st = handle(s) ? PRW_REFUSED : PRW_DONE;
-			__atomic_store_n(&s->state, st, __ATOMIC_SEQ_CST);
-			if (__atomic_load_n(&s->waiting, __ATOMIC_SEQ_CST)) {
-				futex_wake_shared(&s->state);
-				woken = s;
-			}
-			worked = true;
-		}
-		/* Its caller spun: it runs elsewhere, more may follow. */
-		if (worked && !woken)
+		if (n == -EAGAIN && polls) {
+			polls--;
 			continue;
-		until = now_ns() + HELPER_SPIN_NS;
-		if (woken) {
-			set_sleeping(ring, 1);
-			if (!wait_taken(ring, woken, seen, until))
-				goto sleep;
-			publish_cpu(ring);
 		}
-		if (__atomic_load_n(&ring->caller_cpu, __ATOMIC_RELAXED) !=
-		    __atomic_load_n(&ring->helper_cpu, __ATOMIC_RELAXED)) {
-			set_sleeping(ring, 0);
-			if (poll_doorbell(ring, seen, until))
-				continue;
+		if (n == -EINTR)
+			continue;
+		if (n == 0)
+			sys_exit(0); /* no program holds the other end */
+		if (n < 0)
+			sys_exit(1);
+		take_cmsgs(&mh, &sender, &fd);
+		if ((size_t)n >= sizeof(struct prw_msg)) {
+			memcpy(&reply.seq,
+			       h_buf + offsetof(struct prw_msg, seq),
+			       sizeof(reply.seq));
+			memcpy(&caller_cpu,
+			       h_buf + offsetof(struct prw_msg, cpu),
+			       sizeof(caller_cpu));
 		}
-sleep:
-		set_sleeping(ring, 1);
-		if (__atomic_load_n(&ring->doorbell, __ATOMIC_SEQ_CST) == seen)
-			futex_wait_shared(&ring->doorbell, seen);
-		set_sleeping(ring, 0);
+		reply.pid = sender;
+		reply.err = serve_one((size_t)n, &mh, sender, fd);
+		reply.cpu = my_cpu();
+		if (fd >= 0)
+			sys(SYS_close, fd, 0, 0); /* a mapping outlives it */
+		for (;;) {
+			long r = sys6(SYS_sendto, h_sock, (long)&reply,
+				      sizeof(reply), MSG_NOSIGNAL, 0, 0);
+
+			if (r == sizeof(reply))
+				break;
+			if (r != -EINTR)
+				sys_exit(1);
+		}
+		/* A hint: polling only pays while the caller runs on another
+		 * CPU; on ours it would only keep the caller from running. */
+		polls = caller_cpu != UINT32_MAX && reply.cpu != UINT32_MAX &&
+					caller_cpu != reply.cpu
+				? HELPER_POLLS
+				: 0;
 	}
 }
 
 /* Address ranges the helper keeps: the loaded objects' .bss (found by the
  * program before the clone, where dl_iterate_phdr() may take its lock),
- * the stack, the thread block, the ring. */
+ * the stack, the thread block. */
 #define KEEP_MAX 64
 struct keep {
 	uintptr_t lo[KEEP_MAX], hi[KEEP_MAX];
@@ -496,38 +436,38 @@ static bool maps_line(const char *l, uintptr_t *lo, uintptr_t *hi,
  * Unmap every anonymous page the helper does not keep: a pass reads
  * /proc/self/maps whole, then unmaps; repeat while a pass fills drop[].
  */
-static void shed_program_memory(struct keep *k, const void *ring)
+static void shed_program_memory(struct keep *k)
 {
 	uintptr_t base = 0, sp = (uintptr_t)__builtin_frame_address(0);
 	unsigned ndrop;
 
-#ifdef __SANITIZE_ADDRESS__
+#ifdef PRW_ASAN
 	/* AddressSanitizer's shadow is anonymous memory this code needs. */
 	(void)k;
-	(void)ring;
 	(void)base;
 	(void)sp;
 	(void)ndrop;
 	return;
 #endif
-	syscall(SYS_arch_prctl, 0x1003 /* ARCH_GET_FS */, &base);
+	sys(SYS_arch_prctl, 0x1003 /* ARCH_GET_FS */, &base, 0);
 	/* The stack below us (the loop and signal frames) and the frames
 	 * above (our arguments); static TLS below the thread pointer and the
 	 * thread control block above it. */
 	keep_add(k, sp - (256 << 10), sp + (64 << 10));
 	keep_add(k, base - (64 << 10), base + (16 << 10));
-	keep_add(k, (uintptr_t)ring, (uintptr_t)ring + PRW_RING_SIZE);
 	do {
 		char buf[4096];
 		size_t have = 0;
-		int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+		int fd =
+			(int)sys6(SYS_openat, AT_FDCWD, (long)"/proc/self/maps",
+				  O_RDONLY | O_CLOEXEC, 0, 0, 0);
 
 		ndrop = 0;
 		if (fd < 0)
 			return;
 		for (;;) {
-			ssize_t n =
-				read(fd, buf + have, sizeof(buf) - 1 - have);
+			long n = sys(SYS_read, fd, buf + have,
+				     sizeof(buf) - 1 - have);
 			char *line = buf, *nl;
 
 			if (n <= 0)
@@ -549,76 +489,98 @@ static void shed_program_memory(struct keep *k, const void *ring)
 			have -= (size_t)(line - buf);
 			memmove(buf, line, have);
 		}
-		close(fd);
+		sys(SYS_close, fd, 0, 0);
 		for (unsigned i = 0; i < ndrop; i++)
-			munmap((void *)drop[i].lo, drop[i].hi - drop[i].lo);
+			sys(SYS_munmap, drop[i].lo, drop[i].hi - drop[i].lo, 0);
 	} while (ndrop == DROP_MAX);
 }
 
 static void close_other_fds(int keep)
 {
-	if (keep > 0 && syscall(SYS_close_range, 0, keep - 1, 0) == 0 &&
-	    syscall(SYS_close_range, keep + 1, ~0U, 0) == 0)
+	if (keep > 0 && !sys(SYS_close_range, 0, keep - 1, 0) &&
+	    !sys(SYS_close_range, keep + 1, ~0U, 0))
 		return;
-	if (!keep && syscall(SYS_close_range, 1, ~0U, 0) == 0)
+	if (!keep && !sys(SYS_close_range, 1, ~0U, 0))
 		return;
 	/* Kernels before 5.9: one by one. */
-	for (long fd = 0, max = sysconf(_SC_OPEN_MAX); fd < max; fd++)
+	for (long fd = 0; fd < 65536; fd++)
 		if (fd != keep)
-			close((int)fd);
+			sys(SYS_close, fd, 0, 0);
 }
 
-static __attribute__((noreturn)) void
-helper_main(struct prw_ring *ring, int sock, pid_t program, struct keep *keep)
+/*
+ * Resolve, while the loader's data is still mapped, every libc function the
+ * loop calls: a program linked with -z lazy (or librarewrite.a in a lazily
+ * bound program) binds them at their first call. The sizes are opaque, so
+ * that the calls stay calls.
+ */
+static void warm_up(void)
 {
-	struct sigaction dfl = {.sa_handler = SIG_DFL};
-	struct sigaction term = {.sa_handler = on_parent_death,
-				 .sa_flags = SA_RESTART};
-	sigset_t mask;
-	int32_t ready = 0;
+	static char a[64], b[64];
+	volatile size_t n = sizeof(a);
+	volatile int c = 'x';
 
-	sigfillset(&mask);
-	sigprocmask(SIG_SETMASK, &mask, NULL);
-	for (int sig = 1; sig < NSIG; sig++)
+	memset(a, 0, n);
+	memmove(a, b, n);
+	memcpy(b, a, n);
+	rw_store(a, b, n);
+	if (strchr(a, c) || strncmp(a, b, n))
+		a[0] = 1;
+}
+
+static __attribute__((noreturn)) void helper_main(int sock, pid_t program,
+						  struct keep *keep)
+{
+	struct k_sigaction dfl = {.handler = SIG_DFL};
+	uint64_t all = ~(uint64_t)0;
+	int32_t ready = 0;
+	long buf;
+
+	/* Directly, not through the library's sigaction() interposer: its
+	 * lock may be held by a thread that is not here, and it would put
+	 * the library's handlers back. */
+	sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, 8, 0, 0);
+	for (int sig = 1; sig < 65; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
-			sigaction(sig, &dfl, NULL);
-	h_ring = ring;
+			sys6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
 	h_sock = sock;
 	h_program = program;
 	h_nr_regions = 0;
-	h_bulk = NULL;
-	h_bulk_len = 0;
-	sigfillset(&term.sa_mask);
-	sigaction(SIGTERM, &term, NULL);
-	if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != program)
-		_exit(0);
+	if (sys(SYS_getppid, 0, 0, 0) != program)
+		sys_exit(0);
 	close_other_fds(sock);
-	shed_program_memory(keep, ring);
-	prctl(PR_SET_DUMPABLE, 0);
-	prctl(PR_SET_NAME, PRW_HELPER_COMM);
-	sigdelset(&mask, SIGTERM);
-	sigprocmask(SIG_SETMASK, &mask, NULL);
+	warm_up();
+	shed_program_memory(keep);
+	buf = sys6(SYS_mmap, 0, (long)PRW_MSG_MAX, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf < 0 && buf > -4096)
+		sys_exit(1);
+	h_buf = (unsigned char *)buf;
+	sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0);
+	sys(SYS_prctl, PR_SET_NAME, PRW_HELPER_COMM, 0);
 	/* Refused filter: say so, and serve nothing. */
 	ready = prw_helper_seccomp();
-	if (send(sock, &ready, sizeof(ready), MSG_NOSIGNAL) != sizeof(ready) ||
+	if (sys6(SYS_sendto, sock, (long)&ready, sizeof(ready), MSG_NOSIGNAL, 0,
+		 0) != sizeof(ready) ||
 	    ready)
-		_exit(1);
+		sys_exit(1);
 	serve();
 }
 
-pid_t prw_helper_spawn(struct prw_ring *ring, int sock)
+pid_t prw_helper_spawn(int sock)
 {
 	pid_t program = getpid();
 	struct keep keep = {.n = 0};
+	long pid;
 
 	dl_iterate_phdr(keep_bss, &keep);
+
 	/* Like fork(), but exit signal 0: not a SIGCHLD child. No atfork
 	 * handlers run; the child touches no libc lock. */
-	long pid = syscall(SYS_clone, 0UL, NULL, NULL, NULL, NULL);
-
+	pid = sys6(SYS_clone, 0, 0, 0, 0, 0, 0);
 	if (pid < 0)
-		return -errno;
+		return (pid_t)pid;
 	if (!pid)
-		helper_main(ring, sock, program, &keep);
+		helper_main(sock, program, &keep);
 	return (pid_t)pid;
 }

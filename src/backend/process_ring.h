@@ -1,126 +1,82 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * process_ring.h - what the program and the process backend's helper share:
- * the request ring (shared memory, futex wake-ups) and the control messages
- * (a SOCK_SEQPACKET socketpair, memfds passed with SCM_RIGHTS).
+ * process_ring.h - the messages between the program and the process
+ * backend's helper, on one SOCK_SEQPACKET socketpair.
  *
- * Everything in the ring is writable by the program, so the helper trusts
- * none of it: it copies a request's descriptors into its own memory before
- * validating them, checks every destination against its own table of
- * registered regions and every data offset against the size it knows the
- * body to have, and only then applies the request, all of it or nothing.
+ * Every request, a write or a change of the helper's region table, is one
+ * sendmsg(): its target, length and data travel in the system call, which
+ * the kernel copies into the helper's socket buffer at once. Nothing the
+ * helper acts on lives in memory the program (or a memory-corruption
+ * primitive in it) can rewrite afterwards: there is no shared request ring
+ * and no shared bulk area. The helper still trusts none of a message: it
+ * checks every destination against its own table of registered regions
+ * (helper memory, which the program cannot reach) and applies a write whole
+ * or not at all.
  *
- * Ring: one page of header, then PRW_NR_SLOTS slots of one page each.
+ * The helper's end has SO_PASSCRED: the kernel attaches the sender's pid to
+ * every message, and the helper serves only the program's (a child made by
+ * a raw fork, which inherited the socket, gets -EPERM and changes nothing).
+ * Every reply names the request's sequence number and the sender's pid; the
+ * program takes only the reply to its own request.
  *
- *	slot.state  FREE -> CLAIMED -> READY   by a program thread
- *	            READY -> DONE | REFUSED    by the helper
- *	            DONE | REFUSED -> FREE     by the program thread
+ * Each side tells the other the CPU it runs on (a hint, never trusted: it
+ * only decides whether to poll the socket a little before sleeping in
+ * recvmsg(), which pays only while the other side runs on another CPU).
  *
- * A request body (inline in the slot, or in the bulk area when it does not
- * fit) is a struct prw_req_head, nseg struct prw_seg, then the data.
- * The test of the refusal path (tests/test_process.c) forges requests with
- * this header, as an attacker who knows the library would.
+ * A write message: struct prw_msg (op PRW_OP_WRITE, nseg), nseg struct
+ * prw_seg, then the data of every segment that has data, in segment order.
  */
 #ifndef RAREWRITE_PROCESS_RING_H
 #define RAREWRITE_PROCESS_RING_H
 
 #include <stdint.h>
-#include <time.h>
 
-#define PRW_RING_NAME "rarewrite-ring"
 #define PRW_PAGE 4096u
-#define PRW_NR_SLOTS 32u
-#define PRW_RING_SIZE ((PRW_NR_SLOTS + 1) * PRW_PAGE)
 #define PRW_MAX_SEGS 256u /* segments in one request */
 #define PRW_MAX_REGIONS 256u
+/* Data bytes in one write message. Larger writes are split into several
+ * requests, applied in order; each stays under the socket's send buffer
+ * (net.core.wmem_max, 208 KiB by default). */
+#define PRW_MAX_DATA (128u << 10)
 
-enum prw_state {
-	PRW_FREE = 0,
-	PRW_CLAIMED,
-	PRW_READY,
-	PRW_DONE,
-	PRW_REFUSED,
+enum prw_op {
+	PRW_OP_WRITE = 1, /* + segments and data */
+	PRW_OP_ADD,	  /* + memfd: register a region */
+	PRW_OP_DEL,	  /* forget a region */
 };
 
-/* slot.flags */
-#define PRW_BODY_BULK 0x1u /* the body is in the bulk area, not inline */
-
-/* prw_seg.data for a fill: no data, store seg.fill len times */
-#define PRW_DATA_FILL UINT64_MAX
+/* prw_seg.flags */
+#define PRW_SEG_FILL 0x1u /* no data: store seg.fill len times */
 
 struct prw_seg {
-	uint64_t dst;  /* program address, inside a registered region */
-	uint64_t len;  /* bytes */
-	uint64_t data; /* offset of the bytes in the body, or PRW_DATA_FILL */
+	uint64_t dst; /* program address, inside a registered region */
+	uint64_t len; /* bytes */
+	uint32_t flags;
 	int32_t fill;
-	uint32_t pad;
 };
 
-struct prw_req_head {
-	uint32_t nseg;
-	uint32_t pad;
-};
-
-struct prw_slot {
-	uint32_t state;	  /* enum prw_state; futex word */
-	uint32_t waiting; /* a program thread sleeps on state */
-	uint32_t flags;	  /* PRW_BODY_* */
-	uint32_t pad;
-	unsigned char body[PRW_PAGE - 16];
-};
-
-struct prw_ring {
-	uint32_t doorbell; /* bumped after every READY; futex word */
-	/* The helper is not polling the doorbell (asleep, or about to
-	 * yield its CPU): a new request must wake it, and its caller should
-	 * not spin. */
-	uint32_t helper_sleeping;
-	uint32_t ctl_pending; /* a control message waits on the socket */
-	/* Hints only, never trusted: the CPU each side last ran on. Spinning
-	 * for the other side only pays when it runs on another CPU; on the
-	 * same one it only delays it. */
-	uint32_t helper_cpu;
-	uint32_t caller_cpu;
-	uint32_t pad[11];
-	unsigned char pad_page[PRW_PAGE - 64];
-	struct prw_slot slots[PRW_NR_SLOTS];
-};
-
-/* Control messages, program -> helper; the reply is one int32 (0 or
- * -errno). */
-enum prw_op {
-	PRW_OP_ADD = 1, /* + memfd: register a region */
-	PRW_OP_DEL,	/* forget a region */
-	PRW_OP_BULK,	/* + memfd: the new bulk area */
-};
-
-struct prw_ctl {
+struct prw_msg {
 	uint32_t op;
-	uint32_t pad;
+	uint32_t nseg;	/* WRITE */
+	uint64_t seq;	/* echoed in the reply */
 	uint64_t id;	/* region id (ADD, DEL) */
 	uint64_t start; /* program address of the region (ADD) */
-	uint64_t len;	/* bytes (ADD, BULK) */
+	uint64_t len;	/* bytes (ADD) */
+	uint32_t cpu;	/* hint: the sender's CPU */
+	uint32_t pad;
 };
 
-_Static_assert(sizeof(struct prw_slot) == PRW_PAGE, "slot is one page");
-_Static_assert(sizeof(struct prw_ring) == PRW_RING_SIZE, "ring layout");
+/* helper -> program, one per request, and one int32 0 when ready. */
+struct prw_reply {
+	uint64_t seq;
+	int32_t pid;  /* the sender of the request, as the kernel named it */
+	int32_t err;  /* 0 or -errno (-EPERM: not the program's message) */
+	uint32_t cpu; /* hint: the helper's CPU */
+	uint32_t pad;
+};
 
-/* Both sides spin briefly and time their spins the same way. */
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#define PRW_MSG_MAX                                                            \
+	(sizeof(struct prw_msg) + PRW_MAX_SEGS * sizeof(struct prw_seg) +      \
+	 PRW_MAX_DATA)
 
 #endif /* RAREWRITE_PROCESS_RING_H */

@@ -42,31 +42,27 @@ int prw_helper_seccomp(void)
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, NR_OFF),
 		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-		/* mmap: never executable (a region, a bulk area). */
+		/* mmap: never executable (a region). */
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, 0, 4),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(2)),
 		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PROT_EXEC, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		/* The request loop: the ring's futexes, sched_getcpu()'s
-		 * fallback, yielding, the clock (vDSO's fallback). */
-		ALLOW(SYS_futex),
-		ALLOW(SYS_getcpu),
-		ALLOW(SYS_sched_yield),
-		ALLOW(SYS_clock_gettime),
-		/* Control messages: receive, map or drop what they carry,
-		 * check its seals and size, reply. */
+		/* The loop: receive a request, map or drop what it carries,
+		 * check the memfd's seals and size, reply. */
 		ALLOW(SYS_recvmsg),
-		ALLOW(SYS_recvfrom),
 		ALLOW(SYS_sendto),
 		ALLOW(SYS_munmap),
 		ALLOW(SYS_close),
 		ALLOW(SYS_fcntl),
 		ALLOW(SYS_fstat),
-		ALLOW(SYS_newfstatat),
-		/* Parent death (SIGTERM handler) and leaving. */
-		ALLOW(SYS_getppid),
-		ALLOW(SYS_rt_sigreturn),
+		/* Where it runs (a hint in every reply). */
+		ALLOW(SYS_getcpu),
+#ifdef PRW_ASAN
+		/* AddressSanitizer asks before every noreturn call. */
+		ALLOW(SYS_sigaltstack),
+#endif
+		/* A stop by a debugger with CAP_SYS_PTRACE, and leaving. */
 		ALLOW(SYS_restart_syscall),
 		ALLOW(SYS_exit),
 		ALLOW(SYS_exit_group),
@@ -77,13 +73,14 @@ int prw_helper_seccomp(void)
 		.filter = (struct sock_filter *)insns,
 	};
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -errno;
+	long err = sys6(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0);
+
+	if (err)
+		return (int)err;
 	/* A kernel without seccomp (or valgrind, which does not emulate it):
 	 * the helper serves unconfined, as before the filter existed; any
-	 * other refusal stops it. */
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) &&
-	    errno != ENOSYS)
-		return -errno;
-	return 0;
+	 * other refusal stops it. Direct system calls: the helper may no
+	 * longer bind a lazy symbol (process_helper.c). */
+	err = sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+	return err == -ENOSYS ? 0 : (int)err;
 }
