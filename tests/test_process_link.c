@@ -66,5 +66,8 @@ TEST(link_static_now_runs, EXPECT_PASS)
 
 TEST(link_static_full_runs, EXPECT_PASS)
 {
+#ifdef __SANITIZE_ADDRESS__
+	SKIP("AddressSanitizer cannot link a fully static program");
+#endif
 	expect_runs("static-full");
 }
