@@ -4,10 +4,11 @@
 #
 # The runner is linked statically against $(B)/librarewrite.a. There is no
 # dynamic loader in the initramfs and so no shared library: the DSO cases
-# (tests/test_dso.c with tests/dso_lib.c) are left out of the VM runner;
-# `make check` runs them on the host.
+# (tests/test_dso.c with tests/dso_lib.c) and the link modes
+# (tests/test_process_link.c, which execs programs linked every way) are
+# left out of the VM runner; `make check` runs them on the host.
 VM_RUN := $(B)/vm/run-static
-VM_TEST_SRC := $(filter-out tests/test_dso.c,$(TEST_SRC))
+VM_TEST_SRC := $(filter-out tests/test_dso.c tests/test_process_link.c,$(TEST_SRC))
 
 $(VM_RUN): $(VM_TEST_SRC) $(wildcard tests/*.h) $(HEADERS) $(B)/librarewrite.a
 	@mkdir -p $(dir $@)
