@@ -1,15 +1,21 @@
 # The manual: section 3 for every call and macro, rarewrite(7) for the model.
 MANDIR ?= $(PREFIX)/share/man
-MAN_PAGES := $(wildcard man/man3/*.3 man/man7/*.7)
+MAN_PAGES := $(wildcard man/man1/*.1 man/man3/*.3 man/man7/*.7)
 
 # Each further name in a page's NAME section becomes a symlink to the page.
 install-man:
-	install -d $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
+	install -m 644 $(filter %.1,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(filter %.3,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man3/
 	install -m 644 $(filter %.7,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man7/
 	sh man/names.sh $(MAN_PAGES) | while read -r name sec page; do \
 		[ "$$name.$$sec" = "$$page" ] || \
 			ln -sf "$$page" "$(DESTDIR)$(MANDIR)/man$$sec/$$name.$$sec" || exit 1; \
+	done
+
+uninstall-man:
+	sh man/names.sh $(MAN_PAGES) | while read -r name sec page; do \
+		rm -f "$(DESTDIR)$(MANDIR)/man$$sec/$$name.$$sec" || exit 1; \
 	done
 
 # Every exported symbol and public macro has a page; lint is clean.
@@ -29,4 +35,4 @@ check-docs: $(B)/librarewrite.so
 	test $$n -eq $$(sh man/names.sh $(MAN_PAGES) | wc -l) && \
 	echo "check-docs: make install-man: $$n names under share/man, each renders with man -l"
 
-.PHONY: install-man check-docs
+.PHONY: install-man uninstall-man check-docs
