@@ -102,8 +102,10 @@ sed -e '/^struct rare_write_mapping {/,/^};/s/^\tunsigned long token;/&\n\tunsig
 	include/rarewrite.h >"$m/include/rarewrite.h"
 cp include/rarewrite/list.h "$m/include/rarewrite/"
 [ "$(grep -c grown "$m/include/rarewrite.h")" -eq 2 ] || bad "mutant header: the structs were not found"
-ls src/*.c src/backend/*.c | xargs -P2 -I{} sh -c \
-	'exec '"$CC"' -O0 -g -std=gnu11 -fPIC -fvisibility=hidden -DRAREWRITE_BUILDING_LIBRARY -I'"$m"'/include -Isrc -c {} -o '"$m"'/obj/$(echo {} | tr / _).o' ||
+# shellcheck disable=SC2016 # $1, $0 belong to the inner shell
+find src -name '*.c' -print0 | CC=$CC M=$m xargs -0 -n1 -P2 sh -c \
+	'exec $CC -O0 -g -std=gnu11 -fPIC -fvisibility=hidden -DRAREWRITE_BUILDING_LIBRARY \
+		-I"$M/include" -Isrc -c "$1" -o "$M/obj/$(echo "$1" | tr / _).o"' sh ||
 	bad "mutant library: compile failed"
 $CC -shared -o "$m/librarewrite.so" "$m"/obj/*.o -Wl,--version-script=src/exports.map \
 	-Wl,-soname,librarewrite.so.0 -pthread

@@ -79,6 +79,7 @@ $(EXPORT)/libfoo.so: examples/export/foo.c examples/export/foo.h examples/export
 	$(CC) $(USER_CFLAGS) -DFOO_BUILDING -fPIC -fvisibility=hidden -shared $< -o $@ \
 		-Wl,--version-script=examples/export/foo.map -Wl,-soname,libfoo.so.1 \
 		$(USER_LDFLAGS) -L$(B) -lrarewrite
+	ln -sf libfoo.so $(EXPORT)/libfoo.so.1
 $(EXPORT)/foo_main: examples/export/main.c $(EXPORT)/libfoo.so
 	$(CC) $(USER_CFLAGS) -fPIE -pie -Iexamples/export $< -o $@ $(USER_LDFLAGS) \
 		-L$(EXPORT) -lfoo -L$(B) -lrarewrite \
@@ -132,13 +133,18 @@ scan-build:
 	scan-build --status-bugs -o build-scan/report $(MAKE) B=build-scan all
 analyzer:
 	$(MAKE) B=build-analyzer EXTRA_CFLAGS="-fanalyzer -Werror" all
-SHELL_SCRIPTS := tools/rarewrite-cc man/check-docs.sh man/check-examples.sh man/names.sh \
-	tests/check-abi.sh tests/check-version.sh tests/check-build.sh tests/check-driver.sh \
-	tests/check-export.sh tests/check-deb.sh .ci/run
+# Every tracked shell script at warning severity; the scripts of this
+# lane's own work at every severity. SHELLCHECK_PENDING: scripts with
+# findings their owners have been told of (remove a name once it is clean).
+OWN_SCRIPTS := tools/rarewrite-cc man/check-examples.sh tests/check-abi.sh \
+	tests/check-version.sh tests/check-build.sh tests/check-driver.sh tests/check-export.sh
+SHELLCHECK_PENDING := kernel/initramfs/init kernel/run-debug vm/init
 shellcheck:
-	shellcheck -s sh $(filter-out .ci/run,$(SHELL_SCRIPTS))
-	shellcheck -s sh .ci/run
-	@echo "shellcheck: $(words $(SHELL_SCRIPTS)) scripts clean"
+	@all=$$(git ls-files | while read -r f; do \
+		case $$f in *.sh) echo "$$f" ;; *) head -n1 "$$f" 2>/dev/null | grep -q '^#!.*sh' && echo "$$f" ;; esac; \
+	done | grep -v -x $(SHELLCHECK_PENDING:%=-e %)); \
+	shellcheck -S warning $$all && shellcheck $(OWN_SCRIPTS) && \
+	echo "shellcheck: $$(echo $$all | wc -w) scripts clean at warning severity, $(words $(OWN_SCRIPTS)) at every severity; pending: $(SHELLCHECK_PENDING)"
 
 .PHONY: check-cxx check-version check-build check-driver check-attributes check-export \
 	abi-baseline check-install-cmake check-musl check-clang-werror scan-build analyzer shellcheck
