@@ -211,7 +211,8 @@ RAREWRITE_API unsigned rare_write_version(void);
  */
 #define RARE_WRITE_EXPORT_DECLARE(type, name)                                  \
 	extern __wr_rare_extern __typeof__(type) *name##_rare_ref(void)        \
-		__attribute__((const, returns_nonnull))
+		__attribute__((const, returns_nonnull,                         \
+			       visibility("default")))
 #define RARE_WRITE_EXPORT_DEFINE(type, name)                                   \
 	extern __wr_rare_extern __typeof__(type) name                          \
 		__attribute__((visibility("hidden")));                         \
@@ -528,10 +529,13 @@ extern char __stop_rarewrite_data[] __attribute__((weak, visibility("hidden")));
  * Not in librarewrite's own objects: the library has no __wr_rare data,
  * and its dozen files would register nothing a dozen times. In a program
  * or library of several files each file registers the same section; the
- * first call wins, the others find it registered.
+ * first call wins, the others find it registered. Priority 101, the first
+ * a program may use: every file's registration runs before the object's
+ * constructors of default priority, whatever the link order, so a
+ * library's sealing constructor always finds its section registered.
  */
 #ifndef RAREWRITE_BUILDING_LIBRARY
-__attribute__((constructor, unused)) static void
+__attribute__((constructor(101), unused)) static void
 rare_write_register_this_object_(void)
 {
 	rare_write_register_section_(__start_rarewrite_data,

@@ -18,11 +18,14 @@ uninstall-man:
 		rm -f "$(DESTDIR)$(MANDIR)/man$$sec/$$name.$$sec" || exit 1; \
 	done
 
-# Every exported symbol and public macro has a page; lint is clean.
+# Every exported symbol and public macro has a page; lint is clean; every C
+# example of the manual and README.md compiles, and in check mode (through
+# rarewrite-cc, with gcc and clang) names exactly its plain stores.
 # Then `make install-man` into a stage, and every installed name, links
 # included, must render with man -l and with man(1) looking it up.
 check-docs: $(B)/librarewrite.so
 	sh man/check-docs.sh $(B)
+	sh man/check-examples.sh $(B) $(CC) $(shell command -v clang)
 	rm -rf $(B)/docs/stage
 	$(MAKE) -s install-man DESTDIR=$(abspath $(B)/docs/stage) PREFIX=/usr
 	@n=0; for f in $(B)/docs/stage/usr/share/man/man*/*; do \

@@ -87,7 +87,22 @@ $(EXPORT)/foo_main: examples/export/main.c $(EXPORT)/libfoo.so
 check-export: $(EXPORT)/foo_main
 	sh tests/check-export.sh $(B) "$(CC)"
 
-check: check-cxx check-version check-build check-driver check-attributes check-export
+# A library's sealing constructor in a file linked before the one that
+# includes the header (rare_write_seal_self(3), "Constructor order").
+SEALORDER := $(B)/sealorder
+$(SEALORDER)/libsealorder.so: tests/seal_order/a.c tests/seal_order/b.c $(HEADERS) $(B)/librarewrite.so
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -fPIC -shared tests/seal_order/a.c tests/seal_order/b.c -o $@ \
+		$(USER_LDFLAGS) -L$(B) -lrarewrite
+$(SEALORDER)/main: tests/seal_order/main.c $(SEALORDER)/libsealorder.so
+	$(CC) $(USER_CFLAGS) $< -o $@ $(USER_LDFLAGS) -L$(SEALORDER) -lsealorder -L$(B) -lrarewrite \
+		-Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/..'
+check-seal-order: $(SEALORDER)/main
+	@for b in pwrite shadow mprotect process; do \
+		RAREWRITE_BACKEND=$$b $(SEALORDER)/main || { echo "FAIL seal order on $$b: status $$?"; exit 1; }; \
+	done; echo "ok   seal order: a library's constructor in another file seals after registration (pwrite shadow mprotect process)"
+
+check: check-cxx check-version check-seal-order check-build check-driver check-attributes check-export
 
 # Rewrite the layout baseline on purpose (a release that changes the ABI
 # says so in debian/changelog and the version node).
@@ -146,5 +161,5 @@ shellcheck:
 	shellcheck -S warning $$all && shellcheck $(OWN_SCRIPTS) && \
 	echo "shellcheck: $$(echo $$all | wc -w) scripts clean at warning severity, $(words $(OWN_SCRIPTS)) at every severity; pending: $(SHELLCHECK_PENDING)"
 
-.PHONY: check-cxx check-version check-build check-driver check-attributes check-export \
+.PHONY: check-seal-order check-cxx check-version check-build check-driver check-attributes check-export \
 	abi-baseline check-install-cmake check-musl check-clang-werror scan-build analyzer shellcheck
