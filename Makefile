@@ -20,9 +20,9 @@ REALNAME := librarewrite.so.$(VERSION)
 # glibc only: src/signal.c calls glibc's __sigaction and the pkey backend
 # pkey_mprotect(), which musl lacks. Refuse before compiling anything.
 ifneq ($(MAKECMDGOALS),clean)
-LIBC_IS_GLIBC := $(shell printf '\#include <features.h>\n\#ifndef __GLIBC__\n\#error not glibc\n\#endif\n' | \
-	$(CC) -E -x c - >/dev/null 2>&1 && echo yes)
-ifneq ($(LIBC_IS_GLIBC),yes)
+# (glibc's <features.h> defines __GLIBC__ to its major version, 2)
+LIBC_GLIBC_MAJOR := $(shell echo __GLIBC__ | $(CC) -E -P -include features.h -x c - 2>/dev/null | tail -n 1)
+ifneq ($(LIBC_GLIBC_MAJOR),2)
 $(error librarewrite builds with glibc only; $(CC) does not define __GLIBC__ (musl lacks __sigaction and pkey_mprotect, which src/signal.c and src/backend/pkey.c call). Build with a glibc compiler, e.g. make CC=gcc)
 endif
 endif

@@ -130,6 +130,7 @@ check-install-cmake:
 check-musl:
 	@if ! command -v musl-gcc >/dev/null; then \
 		echo "FAIL check-musl: musl-gcc not installed (apt-get install musl-tools)"; exit 1; fi
+	@rm -rf $(B)/musl
 	@if $(MAKE) -s CC=musl-gcc B=$(B)/musl all >$(B)/musl.log 2>&1; then \
 		echo "FAIL check-musl: musl-gcc built the library"; exit 1; fi
 	@grep -q 'glibc only.*musl lacks __sigaction and pkey_mprotect' $(B)/musl.log || \
@@ -140,18 +141,26 @@ check-musl:
 
 # CI lanes (.ci/run): the library, the examples and the test runner with
 # clang and -Werror; the static analysers; shellcheck on the scripts.
+# CLANG_WERROR_PENDING: findings in test files whose owners have been told
+# (test_fault.c: an unused variable; test_misuse.c passes NULL on purpose
+# to a nonnull argument; test_window.c ignores rare_write_init()'s result
+# in a child that expects to abort): not errors for the runner until fixed.
+CLANG_WERROR_PENDING := -Wno-error=unused-variable -Wno-error=nonnull -Wno-error=unused-result
 check-clang-werror:
-	$(MAKE) B=build-clang CC=clang EXTRA_CFLAGS=-Werror all build-clang/examples/handlers
-	$(MAKE) B=build-clang CC=clang check-cxx check-driver check-attributes check-export
+	$(MAKE) B=$(B)/clang CC=clang EXTRA_CFLAGS=-Werror all $(B)/clang/examples/handlers
+	$(MAKE) B=$(B)/clang CC=clang EXTRA_CFLAGS="-Werror $(CLANG_WERROR_PENDING)" $(B)/clang/tests/run
+	$(MAKE) B=$(B)/clang CC=clang check-cxx check-driver check-attributes check-export
+# scan-build --status-bugs and gcc -fanalyzer -Werror on the library; the
+# findings in tests/analyzers.pending are with their owners.
 scan-build:
-	rm -rf build-scan
-	scan-build --status-bugs -o build-scan/report $(MAKE) B=build-scan all
+	sh tests/check-analyzers.sh scan-build "$(MAKE)"
 analyzer:
-	$(MAKE) B=build-analyzer EXTRA_CFLAGS="-fanalyzer -Werror" all
+	sh tests/check-analyzers.sh fanalyzer "$(MAKE)"
+
 # Every tracked shell script at warning severity; the scripts of this
 # lane's own work at every severity. SHELLCHECK_PENDING: scripts with
 # findings their owners have been told of (remove a name once it is clean).
-OWN_SCRIPTS := tools/rarewrite-cc man/check-examples.sh tests/check-abi.sh \
+OWN_SCRIPTS := tools/rarewrite-cc man/check-examples.sh tests/check-abi.sh tests/check-analyzers.sh \
 	tests/check-version.sh tests/check-build.sh tests/check-driver.sh tests/check-export.sh
 SHELLCHECK_PENDING := kernel/initramfs/init kernel/run-debug vm/init
 shellcheck:
