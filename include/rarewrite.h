@@ -211,13 +211,12 @@ RAREWRITE_API unsigned rare_write_version(void);
  */
 #define RARE_WRITE_EXPORT_DECLARE(type, name)                                  \
 	extern __wr_rare_extern __typeof__(type) *name##_rare_ref(void)        \
-		__attribute__((const, returns_nonnull,                         \
-			       visibility("default")))
+		__attribute__((const, returns_nonnull, visibility("default")))
 #define RARE_WRITE_EXPORT_DEFINE(type, name)                                   \
 	extern __wr_rare_extern __typeof__(type) name                          \
 		__attribute__((visibility("hidden")));                         \
-	__attribute__((visibility("default"))) __wr_rare_extern                 \
-		__typeof__(type) *name##_rare_ref(void)                        \
+	__attribute__((visibility("default")))                                 \
+	__wr_rare_extern __typeof__(type) *name##_rare_ref(void)               \
 	{                                                                      \
 		return &name;                                                  \
 	}                                                                      \
@@ -261,8 +260,7 @@ RAREWRITE_API RAREWRITE_MUST_CHECK int rare_write_init(void);
  * without them; -EINVAL for unknown bits or names in RAREWRITE_NEED.
  * Otherwise as rare_write_init(), which is rare_write_init_caps(0).
  */
-RAREWRITE_API RAREWRITE_MUST_CHECK int
-rare_write_init_caps(unsigned need_caps);
+RAREWRITE_API RAREWRITE_MUST_CHECK int rare_write_init_caps(unsigned need_caps);
 
 /* Name of the backend in force, or "none" before a successful init. */
 RAREWRITE_API const char *rare_write_backend(void);
@@ -296,12 +294,13 @@ RAREWRITE_API int rare_write_is_protected(const void *addr, size_t len);
  * seen by concurrent readers as the old or the new value, never a mix.
  * Before rare_write_init() this is a checked memcpy().
  */
-RAREWRITE_API RAREWRITE_NONNULL(1, 2) void
-rare_write_memcpy(void *dst, const void *src, size_t len);
+RAREWRITE_API RAREWRITE_NONNULL(1, 2) void rare_write_memcpy(void *dst,
+							     const void *src,
+							     size_t len);
 
 /* rare_write_memset - like memset(), on protected memory; same rules. */
 RAREWRITE_API RAREWRITE_NONNULL(1) void rare_write_memset(void *dst, int c,
-							size_t len);
+							  size_t len);
 
 /*
  * rare_write - assign @val to the protected lvalue @var; evaluates to @var.
@@ -344,8 +343,8 @@ RAREWRITE_API RAREWRITE_NONNULL(1) void rare_write_memset(void *dst, int c,
  * set, a list splice) with a lock of your own around the read and the
  * rare_write(). Readers see the old or the new value, never a mix.
  */
-RAREWRITE_API RAREWRITE_NONNULL(1) unsigned long long
-rare_write_add_(void *dst, size_t size, unsigned long long delta);
+RAREWRITE_API RAREWRITE_NONNULL(1) unsigned long long rare_write_add_(
+	void *dst, size_t size, unsigned long long delta);
 #ifdef __cplusplus
 #define rare_write_static_assert_ static_assert
 #else
@@ -393,7 +392,7 @@ struct rare_write_mapping {
 	unsigned long token;
 };
 RAREWRITE_API RAREWRITE_NONNULL(1) struct rare_write_mapping
-rare_write_map(void *addr, size_t len);
+	rare_write_map(void *addr, size_t len);
 RAREWRITE_API void rare_write_unmap(struct rare_write_mapping m);
 
 /*
@@ -465,8 +464,10 @@ struct rare_pool_opts {
 #define RARE_POOL_SEAL 1u
 RAREWRITE_API struct rare_pool *
 rare_pool_create_with(size_t capacity, const struct rare_pool_opts *opts);
-RAREWRITE_API RAREWRITE_NONNULL(1) __attribute__((malloc, alloc_size(2))) void *
-rare_alloc(struct rare_pool *pool, size_t size);
+RAREWRITE_API RAREWRITE_NONNULL(1)
+	__attribute__((malloc,
+		       alloc_size(2))) void *rare_alloc(struct rare_pool *pool,
+							size_t size);
 RAREWRITE_API void rare_free(struct rare_pool *pool, void *obj);
 
 /*
@@ -479,8 +480,9 @@ RAREWRITE_API void rare_free(struct rare_pool *pool, void *obj);
  * ENOMEM (the pool is full; @obj is untouched) or EINVAL (@size 0). A
  * pointer the pool did not hand out aborts, as for rare_free().
  */
-RAREWRITE_API RAREWRITE_NONNULL(1) __attribute__((alloc_size(3))) void *
-rare_realloc(struct rare_pool *pool, void *obj, size_t size);
+RAREWRITE_API RAREWRITE_NONNULL(1)
+	__attribute__((alloc_size(3))) void *rare_realloc(
+		struct rare_pool *pool, void *obj, size_t size);
 RAREWRITE_API void rare_pool_destroy(struct rare_pool *pool);
 
 #ifdef RAREWRITE_CHECK_WRITES

@@ -40,8 +40,14 @@ namespace rarewrite
 class scoped_window
 {
       public:
-	scoped_window() { rare_write_begin(); }
-	~scoped_window() { rare_write_end(); }
+	scoped_window()
+	{
+		rare_write_begin();
+	}
+	~scoped_window()
+	{
+		rare_write_end();
+	}
 	scoped_window(const scoped_window &) = delete;
 	scoped_window &operator=(const scoped_window &) = delete;
 };
@@ -59,14 +65,23 @@ template <typename T> class scoped_mapping
 
       public:
 	explicit scoped_mapping(const T &obj)
-		: m_((rare_write_map)(const_cast<T *>(&obj), sizeof(T)))
+	    : m_((rare_write_map)(const_cast<T *>(&obj), sizeof(T)))
 	{
 	}
-	~scoped_mapping() { rare_write_unmap(m_); }
+	~scoped_mapping()
+	{
+		rare_write_unmap(m_);
+	}
 	scoped_mapping(const scoped_mapping &) = delete;
 	scoped_mapping &operator=(const scoped_mapping &) = delete;
-	T &operator*() const { return *static_cast<T *>(m_.addr); }
-	T *operator->() const { return static_cast<T *>(m_.addr); }
+	T &operator*() const
+	{
+		return *static_cast<T *>(m_.addr);
+	}
+	T *operator->() const
+	{
+		return static_cast<T *>(m_.addr);
+	}
 };
 
 /*
@@ -83,14 +98,27 @@ template <typename T> class protected_value
 	T value_;
 
       public:
-	constexpr protected_value() : value_() {}
-	constexpr explicit protected_value(const T &v) : value_(v) {}
+	constexpr protected_value() : value_()
+	{
+	}
+	constexpr explicit protected_value(const T &v) : value_(v)
+	{
+	}
 	protected_value(const protected_value &) = delete;
 	protected_value &operator=(const protected_value &) = delete;
 
-	const T &get() const noexcept { return value_; }
-	const T &operator*() const noexcept { return value_; }
-	const T *operator->() const noexcept { return &value_; }
+	const T &get() const noexcept
+	{
+		return value_;
+	}
+	const T &operator*() const noexcept
+	{
+		return value_;
+	}
+	const T *operator->() const noexcept
+	{
+		return &value_;
+	}
 
 	/* One rare_write_memcpy(): an aligned 1/2/4/8-byte T is never torn. */
 	void write(const T &v) const

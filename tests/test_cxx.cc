@@ -36,8 +36,8 @@ int passed, failed;
 
 void check(bool ok, const char *what)
 {
-	std::printf("%s %-10s %s\n", ok ? "ok  " : "FAIL",
-		    rare_write_backend(), what);
+	std::printf("%s %-10s %s\n", ok ? "ok  " : "FAIL", rare_write_backend(),
+		    what);
 	(ok ? passed : failed)++;
 }
 
@@ -64,7 +64,8 @@ int main()
 	int err = rare_write_init();
 	if (err) {
 		std::printf("skip %s: rare_write_init: %s\n",
-			    std::getenv("RAREWRITE_BACKEND"), std::strerror(-err));
+			    std::getenv("RAREWRITE_BACKEND"),
+			    std::strerror(-err));
 		std::printf("0 passed, 0 failed, 1 skipped\n");
 		return 0;
 	}
@@ -89,8 +90,7 @@ int main()
 	rare_write(table[2], 9);
 	check(table[2] == 9, "rare_write as C++");
 	rare_list_add(&node, &head);
-	check(head.next == &node && node.prev == &head,
-	      "rare_list_add as C++");
+	check(head.next == &node && node.prev == &head, "rare_list_add as C++");
 
 	{
 		rarewrite::scoped_mapping<limits> m(*lim);

@@ -22,8 +22,11 @@ struct config {
 
 static const struct handler *handlers[8] __wr_rare;
 static const struct handler *__wr_rare spare[2];
+/* the annotation on a line of its own, on purpose */
+/* clang-format off */
 static struct config cfg
 	__wr_rare = {.verbose = 1};
+/* clang-format on */
 static int (*hook)(int) __wr_rare;
 static WR_RARE unsigned long generation;
 static pthread_t workers[2] __wr_rare;

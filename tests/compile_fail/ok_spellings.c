@@ -17,7 +17,8 @@ RARE_WRITE_EXPORT_DECLARE(struct policy, lib_policy);
 RARE_WRITE_EXPORT_DEFINE(struct policy, lib_policy) = {.level = 1};
 
 #if RAREWRITE_VERSION_NUMBER(RAREWRITE_VERSION_MAJOR, RAREWRITE_VERSION_MINOR, \
-			     RAREWRITE_VERSION_PATCH) < RAREWRITE_VERSION_NUMBER(0, 2, 0)
+			     RAREWRITE_VERSION_PATCH) <                        \
+	RAREWRITE_VERSION_NUMBER(0, 2, 0)
 #error version macros
 #endif
 
