@@ -294,13 +294,12 @@ RAREWRITE_API int rare_write_is_protected(const void *addr, size_t len);
  * seen by concurrent readers as the old or the new value, never a mix.
  * Before rare_write_init() this is a checked memcpy().
  */
-RAREWRITE_API RAREWRITE_NONNULL(1, 2) void rare_write_memcpy(void *dst,
-							     const void *src,
-							     size_t len);
+RAREWRITE_API void rare_write_memcpy(void *dst, const void *src, size_t len)
+	RAREWRITE_NONNULL(1, 2);
 
 /* rare_write_memset - like memset(), on protected memory; same rules. */
-RAREWRITE_API RAREWRITE_NONNULL(1) void rare_write_memset(void *dst, int c,
-							  size_t len);
+RAREWRITE_API void rare_write_memset(void *dst, int c, size_t len)
+	RAREWRITE_NONNULL(1);
 
 /*
  * rare_write - assign @val to the protected lvalue @var; evaluates to @var.
@@ -343,8 +342,9 @@ RAREWRITE_API RAREWRITE_NONNULL(1) void rare_write_memset(void *dst, int c,
  * set, a list splice) with a lock of your own around the read and the
  * rare_write(). Readers see the old or the new value, never a mix.
  */
-RAREWRITE_API RAREWRITE_NONNULL(1) unsigned long long rare_write_add_(
-	void *dst, size_t size, unsigned long long delta);
+RAREWRITE_API unsigned long long rare_write_add_(void *dst, size_t size,
+						 unsigned long long delta)
+	RAREWRITE_NONNULL(1);
 #ifdef __cplusplus
 #define rare_write_static_assert_ static_assert
 #else
@@ -391,8 +391,8 @@ struct rare_write_mapping {
 	size_t len;
 	unsigned long token;
 };
-RAREWRITE_API RAREWRITE_NONNULL(1) struct rare_write_mapping
-	rare_write_map(void *addr, size_t len);
+RAREWRITE_API struct rare_write_mapping rare_write_map(void *addr, size_t len)
+	RAREWRITE_NONNULL(1);
 RAREWRITE_API void rare_write_unmap(struct rare_write_mapping m);
 
 /*
@@ -464,10 +464,8 @@ struct rare_pool_opts {
 #define RARE_POOL_SEAL 1u
 RAREWRITE_API struct rare_pool *
 rare_pool_create_with(size_t capacity, const struct rare_pool_opts *opts);
-RAREWRITE_API RAREWRITE_NONNULL(1)
-	__attribute__((malloc,
-		       alloc_size(2))) void *rare_alloc(struct rare_pool *pool,
-							size_t size);
+RAREWRITE_API void *rare_alloc(struct rare_pool *pool, size_t size)
+	RAREWRITE_NONNULL(1) __attribute__((malloc, alloc_size(2)));
 RAREWRITE_API void rare_free(struct rare_pool *pool, void *obj);
 
 /*
@@ -480,9 +478,8 @@ RAREWRITE_API void rare_free(struct rare_pool *pool, void *obj);
  * ENOMEM (the pool is full; @obj is untouched) or EINVAL (@size 0). A
  * pointer the pool did not hand out aborts, as for rare_free().
  */
-RAREWRITE_API RAREWRITE_NONNULL(1)
-	__attribute__((alloc_size(3))) void *rare_realloc(
-		struct rare_pool *pool, void *obj, size_t size);
+RAREWRITE_API void *rare_realloc(struct rare_pool *pool, void *obj, size_t size)
+	RAREWRITE_NONNULL(1) __attribute__((alloc_size(3)));
 RAREWRITE_API void rare_pool_destroy(struct rare_pool *pool);
 
 #ifdef RAREWRITE_CHECK_WRITES

@@ -42,10 +42,14 @@ if ! diff -u "$out/symbols" "$out/dynsym" >"$out/symbols.diff"; then
 	sed -n '3,$p' "$out/symbols.diff" | grep '^[-+]' >&2
 fi
 
-# functions declared RAREWRITE_API in the public headers
-sed -e 's/RAREWRITE_NONNULL([^)]*)//; s/__attribute__(([^()]*([^()]*)[^()]*))//g' \
-	include/rarewrite.h include/rarewrite/list.h |
-	sed -n 's/^RAREWRITE_API[^(]*[ *]\([a-z_0-9]*\)(.*/\1/p; /^RAREWRITE_API [^(]*$/{n; s/^\([a-z_0-9]*\)(.*/\1/p}' |
+# functions declared RAREWRITE_API in the public headers: comments
+# dropped (macros kept), one declaration per line, attributes dropped
+for h in include/rarewrite.h include/rarewrite/list.h; do
+	$CC -fpreprocessed -dD -E -P -x c "$h" 2>/dev/null
+done | grep -v '^#' | tr '\n' ' ' | sed 's/;/;\n/g' | grep RAREWRITE_API |
+	sed -e 's/RAREWRITE_NONNULL([^)]*)//g' \
+		-e 's/__attribute__(([^()]*\(([^()]*)[^()]*\)*))//g' |
+	sed -n 's/.*RAREWRITE_API[^(]*[ *]\([a-z_0-9]*\) *(.*/\1/p' |
 	sort -u >"$out/api"
 [ "$(wc -l <"$out/api")" -ge 20 ] || bad "found only $(wc -l <"$out/api") RAREWRITE_API declarations"
 while read -r f; do
