@@ -510,6 +510,15 @@ RAREWRITE_API void rare_pool_destroy(struct rare_pool *pool);
  * fault (with the report). Also until init the region table is ordinary
  * memory. In a static program all objects share one section, so there it
  * seals the program's data too.
+ *
+ * Several files of one library may include this header: each registers
+ * the same section, the first registration wins, and any of them may call
+ * rare_write_seal_self(). The registration constructor has priority 101,
+ * so it runs before the library's constructors of default priority, in
+ * any file and link order. When sealing fails (an environment error: the
+ * program's rare_write_init() will meet and report the same), a library
+ * goes on, its data writable until the program's init, and keeps the
+ * error to return from its own init call; it does not abort.
  */
 RAREWRITE_API int rare_write_seal_section_(void *start, void *stop);
 
