@@ -95,7 +95,7 @@ while [ $i -lt "$n" ]; do
 	want=$(grep -n 'plain store\|SIGSEGV' "$out/$i.ex" | cut -d: -f1 |
 		while read -r l; do echo $((l + line - 1)); done | sort -n | tr '\n' ' ')
 	for cc; do
-		flags="-std=gnu11 -O2 -Wall -Wextra -Wno-unused-function -Wno-unused-variable -Wno-unused-but-set-variable -Iinclude -Iman"
+		flags="-std=gnu11 -O1 -Wall -Wextra -Wno-unused-function -Wno-unused-variable -Wno-unused-but-set-variable -Iinclude -Iman"
 		# shellcheck disable=SC2086 # flags are words
 		$cc $flags -Werror -c "$c" -o "$out/$i.o" 2>"$out/$i.err" ||
 			bad "$doc:$line: the example does not compile ($cc): $(cat "$out/$i.err")"
