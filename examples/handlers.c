@@ -26,7 +26,7 @@ struct diag_handler {
 };
 
 /* The table an exploit wants: one pointer redirects every dump request. */
-static const struct diag_handler *diag_handlers[AF_MAX] __wr_rare;
+static const struct diag_handler *__wr_rare diag_handlers[AF_MAX];
 static pthread_mutex_t diag_table_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int inet_dump(int request)

@@ -9,7 +9,7 @@
  *
  *	#include <rarewrite.h>
  *
- *	static const struct handler *handlers[16] __wr_rare;
+ *	static const struct handler *__wr_rare handlers[16];
  *
  *	int main(void)
  *	{
@@ -64,7 +64,20 @@
  * sites at build time), the fault report above, RAREWRITE_NEED and
  * rare_write_init_caps() (windows on the default backend),
  * rare_write_is_protected(), pools before init and rare_realloc(),
- * rare_write_seal_self() (a library protecting itself), rare_write_add().
+ * rare_write_seal_self() (a library protecting itself), rare_write_add(),
+ * rarewrite-cc (check mode inside a make, autotools or CMake build).
+ *
+ * C++: the headers compile as C++ (g++, clang++); <rarewrite.hpp> adds a
+ * scoped window and protected_value<T>.
+ *
+ * ABI: the exported functions carry version nodes (RAREWRITE_0.1, 0.2,
+ * ...), the layout of every public type is checked against a committed
+ * libabigail baseline (make check-abi), and a public struct never changes
+ * size: struct rare_write_mapping keeps its size for good (its private
+ * members are the library's to reinterpret), struct rare_pool_opts grows
+ * only by members that a new RARE_POOL_* flag announces (a program built
+ * against an older header never sets it, so the library never reads past
+ * the end of its smaller struct). rare_write_version(3) says the rule.
  */
 #ifndef RAREWRITE_H
 #define RAREWRITE_H
@@ -75,8 +88,39 @@
 extern "C" {
 #endif
 
+/*
+ * The version of this header; rare_write_version() says the library's.
+ * All three come from the file VERSION (make check-version checks them).
+ */
+#define RAREWRITE_VERSION_MAJOR 0
+#define RAREWRITE_VERSION_MINOR 2
+#define RAREWRITE_VERSION_PATCH 0
+/* One number that orders versions: RAREWRITE_VERSION_NUMBER(0, 2, 0). */
+#define RAREWRITE_VERSION_NUMBER(major, minor, patch)                          \
+	(((major) << 16) | ((minor) << 8) | (patch))
+
 /* Marks the exported API (the library builds with hidden visibility). */
 #define RAREWRITE_API __attribute__((visibility("default")))
+/* A result that says whether protection is on: ignoring it is a bug. */
+#define RAREWRITE_MUST_CHECK __attribute__((warn_unused_result))
+/*
+ * Pointer arguments that must not be NULL (NULL aborts at run time, with
+ * a message naming the call). Not applied inside the library, whose NULL
+ * checks the compiler would otherwise be entitled to delete.
+ */
+#ifdef RAREWRITE_BUILDING_LIBRARY
+#define RAREWRITE_NONNULL(...)
+#else
+#define RAREWRITE_NONNULL(...) __attribute__((nonnull(__VA_ARGS__)))
+#endif
+
+/*
+ * rare_write_version - the version of the library running, as
+ * RAREWRITE_VERSION_NUMBER(major, minor, patch); compare it with
+ * RAREWRITE_VERSION_NUMBER(RAREWRITE_VERSION_MAJOR, ...) of the header a
+ * program was built with. In version node RAREWRITE_0.2.
+ */
+RAREWRITE_API unsigned rare_write_version(void);
 
 /*
  * __wr_rare - place a static-storage object in the protected section.
@@ -100,22 +144,83 @@ extern "C" {
  */
 #ifndef RAREWRITE_CHECK_WRITES
 #define __wr_rare __attribute__((section("rarewrite_data"), used))
+#define __wr_rare_extern
 #else
 /*
  * Check mode, for finding write sites at build time: compile (never run)
  * with -DRAREWRITE_CHECK_WRITES and every __wr_rare object is also const,
  * so each plain store to one is a compile error naming its line, while
  * rare_write(), rare_write_memcpy(), rare_write_memset() and
- * rare_write_map() still compile. For the qualifier to land on the object
- * itself, write the annotation where `const` would go: before the type for
- * a non-pointer object (`static __wr_rare struct config cfg;`), after the
- * last `*` for pointers (`static struct handler *__wr_rare tab[16];`).
- * Both spellings mean the same in normal builds. A const object with an
- * initialiser may be constant-folded by the compiler, so a build in this
- * mode is for the list of errors only.
+ * rare_write_map() still compile. A store through a pointer derived from
+ * one (passing &obj to a function that stores, `T *p = obj.ptrs;`) is a
+ * -Wdiscarded-qualifiers warning only: add -Werror=discarded-qualifiers
+ * (clang: -Werror=incompatible-pointer-types-discards-qualifiers), as
+ * rarewrite-cc does. For the qualifier to land on the object itself with
+ * the compiler alone, write the annotation where `const` would go: before
+ * the type for a non-pointer object (`static __wr_rare struct config
+ * cfg;`), after the last `*` for pointers (`static struct handler
+ * *__wr_rare tab[16];`). The suffix spelling (`static struct handler
+ * *tab[16] __wr_rare;`) means the same in normal builds but is a syntax
+ * error here; check such files with the driver rarewrite-cc(1), which
+ * moves the qualifier onto the declared name and accepts both. A const
+ * object with an initialiser may be constant-folded by the compiler, so a
+ * build in this mode is for the list of errors only.
  */
 #define __wr_rare const __attribute__((section("rarewrite_data"), used))
+#define __wr_rare_extern const
 #endif
+/*
+ * __wr_rare_extern - the declaration-side spelling, for the extern
+ * declaration of a __wr_rare object in a header (`extern __wr_rare_extern
+ * struct config cfg;`): nothing in normal builds, const in check mode, so
+ * a file that sees only the declaration has its stores found too. Same
+ * placement as __wr_rare.
+ *
+ * WR_RARE, WR_RARE_EXTERN - the same two without a reserved identifier
+ * (names beginning with two underscores belong to the implementation).
+ */
+#define WR_RARE __wr_rare
+#define WR_RARE_EXTERN __wr_rare_extern
+
+/*
+ * An exported protected variable: a shared library's __wr_rare object that
+ * programs name directly. Exporting the variable itself gives every PIE or
+ * non-PIC program that names it a copy relocation (the live copy lands in
+ * the program's writable .bss; rare_write_init() aborts), and makes its
+ * size part of the library's ABI. Export an accessor instead:
+ *
+ *	// libfoo's public header
+ *	RARE_WRITE_EXPORT_DECLARE(struct policy, foo_policy);
+ *	#ifndef FOO_BUILDING
+ *	#define foo_policy (*foo_policy_rare_ref())
+ *	#endif
+ *
+ *	// one .c file of libfoo (built with -DFOO_BUILDING)
+ *	RARE_WRITE_EXPORT_DEFINE(struct policy, foo_policy) = {.level = 1};
+ *
+ *	// libfoo's version script: a node of its own for the accessor
+ *	FOO_1.1 { global: foo_policy_rare_ref; } FOO_1.0;
+ *
+ * The variable is hidden (no dynamic symbol, no copy relocation, its size
+ * is no longer ABI: the struct may grow); foo_policy_rare_ref() has default
+ * visibility, is declared const so repeated reads cost one call, and
+ * returns a pointer to const in check mode so that programs' plain stores
+ * are found. Programs read foo_policy as before and write it with
+ * rare_write(foo_policy.level, 2). Replacing an exported variable by this
+ * removes a dynamic symbol: a new soname, or keep the old symbol.
+ */
+#define RARE_WRITE_EXPORT_DECLARE(type, name)                                  \
+	extern __wr_rare_extern __typeof__(type) *name##_rare_ref(void)        \
+		__attribute__((const, returns_nonnull, visibility("default")))
+#define RARE_WRITE_EXPORT_DEFINE(type, name)                                   \
+	extern __wr_rare_extern __typeof__(type) name                          \
+		__attribute__((visibility("hidden")));                         \
+	__attribute__((visibility("default")))                                 \
+	__wr_rare_extern __typeof__(type) *name##_rare_ref(void)               \
+	{                                                                      \
+		return &name;                                                  \
+	}                                                                      \
+	__wr_rare __typeof__(type) name
 
 /* Direct stores to protected memory are allowed between begin and end. */
 #define RARE_WRITE_CAP_BEGIN_END 0x1u
@@ -142,7 +247,7 @@ extern "C" {
  * what rare_write_seal_self() sealed before, and the call may be retried.
  * Aborts if a rare_write_map() or a rare_write_begin() window is open.
  */
-RAREWRITE_API int rare_write_init(void);
+RAREWRITE_API RAREWRITE_MUST_CHECK int rare_write_init(void);
 
 /*
  * rare_write_init_caps - rare_write_init() for a program that relies on
@@ -161,7 +266,7 @@ RAREWRITE_API int rare_write_init(void);
  * without them; -EINVAL for unknown bits or names in RAREWRITE_NEED.
  * Otherwise as rare_write_init(), which is rare_write_init_caps(0).
  */
-RAREWRITE_API int rare_write_init_caps(unsigned need_caps);
+RAREWRITE_API RAREWRITE_MUST_CHECK int rare_write_init_caps(unsigned need_caps);
 
 /* Name of the backend in force, or "none" before a successful init or
  * the first rare_write_seal_self(), which chooses it for init. */
@@ -197,10 +302,12 @@ RAREWRITE_API int rare_write_is_protected(const void *addr, size_t len);
  * seen by concurrent readers as the old or the new value, never a mix.
  * Before rare_write_init() this is a checked memcpy().
  */
-RAREWRITE_API void rare_write_memcpy(void *dst, const void *src, size_t len);
+RAREWRITE_API void rare_write_memcpy(void *dst, const void *src, size_t len)
+	RAREWRITE_NONNULL(1, 2);
 
 /* rare_write_memset - like memset(), on protected memory; same rules. */
-RAREWRITE_API void rare_write_memset(void *dst, int c, size_t len);
+RAREWRITE_API void rare_write_memset(void *dst, int c, size_t len)
+	RAREWRITE_NONNULL(1);
 
 /*
  * rare_write - assign @val to the protected lvalue @var; evaluates to @var.
@@ -244,11 +351,17 @@ RAREWRITE_API void rare_write_memset(void *dst, int c, size_t len);
  * rare_write(). Readers see the old or the new value, never a mix.
  */
 RAREWRITE_API unsigned long long rare_write_add_(void *dst, size_t size,
-						 unsigned long long delta);
+						 unsigned long long delta)
+	RAREWRITE_NONNULL(1);
+#ifdef __cplusplus
+#define rare_write_static_assert_ static_assert
+#else
+#define rare_write_static_assert_ _Static_assert
+#endif
 #define rare_write_add(var, delta)                                             \
 	(__extension__({                                                       \
 		__typeof__(var) *rare_write_add_dst_ = &(var);                 \
-		_Static_assert(                                                \
+		rare_write_static_assert_(                                     \
 			sizeof(var) == 1 || sizeof(var) == 2 ||                \
 				sizeof(var) == 4 || sizeof(var) == 8,          \
 			"rare_write_add: integers of 1, 2, 4, 8 bytes");       \
@@ -286,7 +399,8 @@ struct rare_write_mapping {
 	size_t len;
 	unsigned long token;
 };
-RAREWRITE_API struct rare_write_mapping rare_write_map(void *addr, size_t len);
+RAREWRITE_API struct rare_write_mapping rare_write_map(void *addr, size_t len)
+	RAREWRITE_NONNULL(1);
 RAREWRITE_API void rare_write_unmap(struct rare_write_mapping m);
 
 /*
@@ -358,7 +472,8 @@ struct rare_pool_opts {
 #define RARE_POOL_SEAL 1u
 RAREWRITE_API struct rare_pool *
 rare_pool_create_with(size_t capacity, const struct rare_pool_opts *opts);
-RAREWRITE_API void *rare_alloc(struct rare_pool *pool, size_t size);
+RAREWRITE_API void *rare_alloc(struct rare_pool *pool, size_t size)
+	RAREWRITE_NONNULL(1) __attribute__((malloc, alloc_size(2)));
 RAREWRITE_API void rare_free(struct rare_pool *pool, void *obj);
 
 /*
@@ -371,8 +486,8 @@ RAREWRITE_API void rare_free(struct rare_pool *pool, void *obj);
  * ENOMEM (the pool is full; @obj is untouched) or EINVAL (@size 0). A
  * pointer the pool did not hand out aborts, as for rare_free().
  */
-RAREWRITE_API void *rare_realloc(struct rare_pool *pool, void *obj,
-				 size_t size);
+RAREWRITE_API void *rare_realloc(struct rare_pool *pool, void *obj, size_t size)
+	RAREWRITE_NONNULL(1) __attribute__((alloc_size(3)));
 RAREWRITE_API void rare_pool_destroy(struct rare_pool *pool);
 
 #ifdef RAREWRITE_CHECK_WRITES
@@ -403,6 +518,15 @@ RAREWRITE_API void rare_pool_destroy(struct rare_pool *pool);
  * rare_write_map(): a rare_write_begin() window opens nothing before init,
  * so stores inside it fault (with the report). In a static program all
  * objects share one section, so there it seals the program's data too.
+ *
+ * Several files of one library may include this header: each registers
+ * the same section, the first registration wins, and any of them may call
+ * rare_write_seal_self(). The registration constructor has priority 101,
+ * so it runs before the library's constructors of default priority, in
+ * any file and link order. When sealing fails (an environment error: the
+ * program's rare_write_init() will meet and report the same), a library
+ * goes on, its data writable until the program's init, and keeps the
+ * error to return from its own init call; it does not abort.
  */
 RAREWRITE_API int rare_write_seal_section_(void *start, void *stop);
 
@@ -417,14 +541,26 @@ extern char __start_rarewrite_data[]
 	__attribute__((weak, visibility("hidden")));
 extern char __stop_rarewrite_data[] __attribute__((weak, visibility("hidden")));
 
-__attribute__((constructor, unused)) static void
+/*
+ * Not in librarewrite's own objects: the library has no __wr_rare data,
+ * and its dozen files would register nothing a dozen times. In a program
+ * or library of several files each file registers the same section; the
+ * first call wins, the others find it registered. Priority 101, the first
+ * a program may use: every file's registration runs before the object's
+ * constructors of default priority, whatever the link order, so a
+ * library's sealing constructor always finds its section registered.
+ */
+#ifndef RAREWRITE_BUILDING_LIBRARY
+__attribute__((constructor(101), unused)) static void
 rare_write_register_this_object_(void)
 {
 	rare_write_register_section_(__start_rarewrite_data,
 				     __stop_rarewrite_data);
 }
+#endif
 
-static inline __attribute__((unused)) int rare_write_seal_self(void)
+static inline __attribute__((unused, warn_unused_result)) int
+rare_write_seal_self(void)
 {
 	return rare_write_seal_section_(__start_rarewrite_data,
 					__stop_rarewrite_data);

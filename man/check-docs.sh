@@ -16,11 +16,11 @@ bad() {
 	echo "check-docs: $*" >&2
 	fail=1
 }
-headers="include/rarewrite.h include/rarewrite/list.h"
+headers="include/rarewrite.h include/rarewrite/list.h include/rarewrite.hpp"
 interposed="bsd_signal pthread_create sigaction signal sysv_signal"
 
-sh man/names.sh man/man3/*.3 man/man7/*.7 >"$out/names"
-for page in man/man3/*.3 man/man7/*.7; do
+sh man/names.sh man/man1/*.1 man/man3/*.3 man/man7/*.7 >"$out/names"
+for page in man/man1/*.1 man/man3/*.3 man/man7/*.7; do
 	own=$(basename "$page")
 	awk -v p="$own" -v n="${own%.*}" '$3 == p && $1 == n {f = 1} END {exit !f}' "$out/names" ||
 		bad "$page: its NAME section does not list ${own%.*}"
@@ -35,7 +35,13 @@ objdump -T "$B/librarewrite.so" | awk 'NF >= 7 && $4 != "*UND*" {print $NF}' |
 	sed -n 's/^#[[:space:]]*define[[:space:]]\{1,\}\([A-Za-z_][A-Za-z0-9_]*\).*/\1/p' $headers
 	sed -n 's/^#[[:space:]]*if\(n\)\{0,1\}def[[:space:]]\{1,\}\([A-Za-z_][A-Za-z0-9_]*\).*/\2/p' $headers
 	sed -n 's/^static inline .*[ *]\([a-z_][a-z0-9_]*\)(.*/\1/p' $headers
-} | grep -v -x -e RAREWRITE_H -e RAREWRITE_LIST_H -e __cplusplus | sort -u >"$out/macros"
+	# an inline whose name starts the next line, C++ classes
+	sed -n '/^static inline .*[a-z_*]$/{n; s/^\([a-z_][a-z0-9_]*\)(.*/\1/p}' $headers
+	sed -n 's/^\(template <[^>]*> \)\{0,1\}class \([a-z_][a-z0-9_]*\)$/\2/p' $headers
+} | grep -v -x -e RAREWRITE_H -e RAREWRITE_LIST_H -e RAREWRITE_HPP -e __cplusplus \
+	-e RAREWRITE_BUILDING_LIBRARY | sort -u >"$out/macros"
+# (RAREWRITE_BUILDING_LIBRARY is the library's own build flag, set by its
+# Makefile: not for programs, so not in the manual.)
 
 while read -r sym; do
 	case " $interposed " in
@@ -57,13 +63,13 @@ while read -r name sec page; do
 		bad "man3/$page documents $name, which is neither in the headers nor exported"
 done <"$out/names"
 
-(cd man && mandoc -T lint man3/*.3 man7/*.7) >"$out/mandoc-lint" 2>&1 || true
+(cd man && mandoc -T lint man1/*.1 man3/*.3 man7/*.7) >"$out/mandoc-lint" 2>&1 || true
 [ -s "$out/mandoc-lint" ] && bad "mandoc -T lint: $(cat "$out/mandoc-lint")"
-for page in man/man3/*.3 man/man7/*.7; do
+for page in man/man1/*.1 man/man3/*.3 man/man7/*.7; do
 	MANWIDTH=80 man --warnings -E UTF-8 -l "$page" 2>"$out/man-warnings" >/dev/null ||
 		bad "man -l $page failed"
 	[ -s "$out/man-warnings" ] && bad "man --warnings -l $page: $(cat "$out/man-warnings")"
 done
 
-[ $fail -eq 0 ] && echo "check-docs: ok ($(wc -l <"$out/exported") exported symbols, $(wc -l <"$out/macros") macros and inlines, $(ls man/man3/*.3 man/man7/*.7 | wc -l) pages, $(wc -l <"$out/names") names, lint clean)"
+[ $fail -eq 0 ] && echo "check-docs: ok ($(wc -l <"$out/exported") exported symbols, $(wc -l <"$out/macros") macros and inlines, $(find man -name '*.[137]' | wc -l) pages, $(wc -l <"$out/names") names, lint clean)"
 exit $fail

@@ -21,3 +21,11 @@ int rare_write_is_protected(const void *addr, size_t len)
 		return 0;
 	return (len ? len : 1) <= r->start + r->len - a;
 }
+
+/* The version this library was built as (VERSION, through the header). */
+unsigned rare_write_version(void)
+{
+	return RAREWRITE_VERSION_NUMBER(RAREWRITE_VERSION_MAJOR,
+					RAREWRITE_VERSION_MINOR,
+					RAREWRITE_VERSION_PATCH);
+}

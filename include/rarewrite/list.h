@@ -32,11 +32,20 @@ struct rare_list_head {
 #define RARE_LIST_POISON2 ((struct rare_list_head *)0xdead000000000122UL)
 
 /* Static initialiser of an empty list: struct rare_list_head h =
- * RARE_LIST_HEAD_INIT(h); */
+ * RARE_LIST_HEAD_INIT(h); (in check mode a __wr_rare head is const, and
+ * its own address initialises its links) */
+#ifndef RAREWRITE_CHECK_WRITES
 #define RARE_LIST_HEAD_INIT(name)                                              \
 	{                                                                      \
 		&(name), &(name)                                               \
 	}
+#else
+#define RARE_LIST_HEAD_INIT(name)                                              \
+	{                                                                      \
+		(struct rare_list_head *)&(name),                              \
+			(struct rare_list_head *)&(name)                       \
+	}
+#endif
 
 /* Insert @entry right after @head (stack order). */
 RAREWRITE_API void rare_list_add(struct rare_list_head *entry,
@@ -48,6 +57,25 @@ RAREWRITE_API void rare_list_add_tail(struct rare_list_head *entry,
 
 /* Unlink @entry and poison its pointers. */
 RAREWRITE_API void rare_list_del(struct rare_list_head *entry);
+
+#ifdef RAREWRITE_CHECK_WRITES
+/*
+ * Check mode: a __wr_rare list head is const there; the calls that write
+ * it legitimately take it without a warning. The inline keeps the type
+ * check: anything but a struct rare_list_head pointer is still an error.
+ */
+static inline struct rare_list_head *
+rare_list_writable_(const struct rare_list_head *p)
+{
+	return (struct rare_list_head *)p;
+}
+#define rare_list_add(entry, head)                                             \
+	(rare_list_add)(rare_list_writable_(entry), rare_list_writable_(head))
+#define rare_list_add_tail(entry, head)                                        \
+	(rare_list_add_tail)(rare_list_writable_(entry),                       \
+			     rare_list_writable_(head))
+#define rare_list_del(entry) (rare_list_del)(rare_list_writable_(entry))
+#endif
 
 /* Iterate over a list; @pos is a struct rare_list_head pointer. */
 #define rare_list_for_each(pos, head)                                          \
