@@ -27,5 +27,11 @@ const struct attack_expect attack_table[] = {
 	{"7g", {B, B, B, B, B}},     {"8a", {B, B, B, B, B}},
 	{"8b", {B, B, B, B, B}},     {"8c", {B, B, B, B, B}},
 	{"9", {B, NA, NA, NA, NA}},
+	/* Thread and signal state (11), the library's pointers (12). */
+	{"11a", {B, B, B, B, B}},
+	{"11b", {O, NA, NA, NA, NA}},
+	{"11c", {B, B, B, B, B}},
+	{"12a", {B, B, B, B, B}},
+	{"12b", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

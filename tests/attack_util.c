@@ -299,7 +299,7 @@ static bool library_file(const char *file)
 		"copy.c",   "section.c",	"memfd.c",
 		"pwrite.c", "shadow.c",		"mprotect.c",
 		"pkey.c",   "process.c",	"process_helper.c",
-		"vault.c",  "process_seccomp.c"};
+		"vault.c",  "process_seccomp.c", "signal.c"};
 	const char *slash = strrchr(file, '/');
 
 	file = slash ? slash + 1 : file;
@@ -307,6 +307,45 @@ static bool library_file(const char *file)
 		if (!strcmp(file, ours[i]))
 			return true;
 	return false;
+}
+
+struct each_object {
+	void (*fn)(const char *name, void *addr, size_t size, bool tls,
+		   bool ours, void *arg);
+	void *arg;
+};
+
+static void *visit_object(const Elf64_Sym *sym, const char *name,
+			  const char *file, uintptr_t base, void *arg)
+{
+	struct each_object *e = arg;
+	unsigned type = ELF64_ST_TYPE(sym->st_info);
+	bool ours = library_file(file) || !strncmp(name, "rw_", 3);
+
+	if ((type != STT_OBJECT && type != STT_TLS) || !sym->st_size)
+		return NULL;
+	if (type == STT_TLS) {
+		struct tls_find tf = {base, NULL};
+
+		dl_iterate_phdr(find_tls, &tf);
+		if (tf.tls)
+			e->fn(name, (char *)tf.tls + sym->st_value,
+			      sym->st_size, true, ours, e->arg);
+		return NULL;
+	}
+	e->fn(name, (void *)(base + sym->st_value), sym->st_size, false,
+	      ours, e->arg);
+	return NULL;
+}
+
+void attack_lib_each_object(void (*fn)(const char *name, void *addr,
+				       size_t size, bool tls, bool ours,
+				       void *arg),
+			    void *arg)
+{
+	struct each_object e = {fn, arg};
+
+	symtab_walk(visit_object, &e);
 }
 
 static void *match_code(const Elf64_Sym *sym, const char *name,
