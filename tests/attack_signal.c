@@ -211,7 +211,7 @@ ATTACK("11b", frame_pkru,
 	/* The residual race: the forger writes from the handler's return
 	 * to sigreturn's XRSTOR. */
 	race_on = true;
-	for (; tries < 20000 && !landed; tries++) {
+	for (; tries < 100000 && !landed; tries++) {
 		raise(SIGUSR1);
 		frame = NULL;
 		if (!(rdpkru() & 0xfffffffcu)) /* every key but 0 open */

@@ -294,12 +294,14 @@ void *attack_lib_func(const char *name)
 /* The library's own sources (src/ and src/backend/), by base name. */
 static bool library_file(const char *file)
 {
-	static const char *const ours[] = {
-		"core.c",   "pool.c",		"list.c",
-		"copy.c",   "section.c",	"memfd.c",
-		"pwrite.c", "shadow.c",		"mprotect.c",
-		"pkey.c",   "process.c",	"process_helper.c",
-		"vault.c",  "process_seccomp.c", "signal.c"};
+	static const char *const ours[] = {"core.c",	 "pool.c",
+					   "list.c",	 "copy.c",
+					   "section.c",	 "memfd.c",
+					   "pwrite.c",	 "shadow.c",
+					   "mprotect.c", "pkey.c",
+					   "process.c",	 "process_helper.c",
+					   "vault.c",	 "process_seccomp.c",
+					   "signal.c"};
 	const char *slash = strrchr(file, '/');
 
 	file = slash ? slash + 1 : file;
@@ -333,8 +335,8 @@ static void *visit_object(const Elf64_Sym *sym, const char *name,
 			      sym->st_size, true, ours, e->arg);
 		return NULL;
 	}
-	e->fn(name, (void *)(base + sym->st_value), sym->st_size, false,
-	      ours, e->arg);
+	e->fn(name, (void *)(base + sym->st_value), sym->st_size, false, ours,
+	      e->arg);
 	return NULL;
 }
 
@@ -495,8 +497,14 @@ extern const struct attack *const __stop_rw_attacks[];
 static int by_id(const void *x, const void *y)
 {
 	const struct attack *const *a = x, *const *b = y;
+	char *ra, *rb;
+	unsigned long na = strtoul((*a)->id, &ra, 10);
+	unsigned long nb = strtoul((*b)->id, &rb, 10);
 
-	return strcmp((*a)->id, (*b)->id);
+	/* By number, then variant: 9 before 11a. */
+	if (na != nb)
+		return na < nb ? -1 : 1;
+	return strcmp(ra, rb);
 }
 
 static bool available(const char *name)
