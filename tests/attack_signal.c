@@ -258,6 +258,8 @@ ATTACK("11c", handler_inherits_window,
 	raise(SIGUSR1);
 	rare_write_unmap(m);
 	map_landed = handler_landed;
+	if (map_landed) /* before the window case, which may kill us */
+		attack_report(ATTACK_OPEN, "handler's store landed (map)");
 	if (rare_write_caps() & RARE_WRITE_CAP_BEGIN_END) {
 		handler_landed = false;
 		rare_write_begin();
