@@ -122,8 +122,18 @@ static struct sigaction program_action(int sig)
 static void set_program_action(int sig, const struct sigaction *sa)
 {
 	uint64_t next = (sv.actions[sig].idx + 1) & 1;
+	struct sigaction c;
 
-	sv_store(&sv.actions[sig].slot[next], sa, sizeof(*sa));
+	/* Field by field: the padding of @sa is nobody's business. */
+	memset(&c, 0, sizeof(c));
+	c.sa_sigaction = sa->sa_sigaction; /* the union, whichever member */
+	sigemptyset(&c.sa_mask); /* the kernel's 64 signals, no more */
+	for (int s = 1; s < NSIG; s++)
+		if (sigismember(&sa->sa_mask, s) == 1)
+			sigaddset(&c.sa_mask, s);
+	c.sa_flags = sa->sa_flags;
+	c.sa_restorer = sa->sa_restorer;
+	sv_store(&sv.actions[sig].slot[next], &c, sizeof(c));
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	sv_store(&sv.actions[sig].idx, &next, sizeof(next));
 }
@@ -327,9 +337,14 @@ static void take_over(int sig)
 	    (cur.sa_flags & SA_SIGINFO && cur.sa_sigaction == entry))
 		return;
 	set_program_action(sig, &cur);
-	if (install(sig, &cur))
+	if (!install(sig, &cur))
+		return;
+	/* A signal the kernel (or valgrind, which keeps one for itself)
+	 * refuses can have no handler of the program's either. */
+	if (sig == SIGSEGV)
 		rw_die("rare_write_init", NULL,
 		       "cannot install the signal %d handler", sig);
+	sv_set_bool(&sv.wrapped[sig], false);
 }
 
 /* fork(): the child takes a private copy of the vault, which it shares

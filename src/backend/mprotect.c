@@ -165,8 +165,15 @@ static void unlock(void)
 	rw_cs_leave();
 }
 
+/*
+ * The control page sits in the library's .bss. VM_NOHUGEPAGE keeps it a
+ * mapping of its own when it is flipped writable, so that each flip does
+ * not merge it into its neighbours and split it out again (as cut() does
+ * for regions).
+ */
 static int mprotect_setup(void)
 {
+	madvise(&control, sizeof(control), MADV_NOHUGEPAGE);
 	if (mprotect(&control, sizeof(control), PROT_READ))
 		return -errno;
 	return 0;
