@@ -972,15 +972,20 @@ static int table_seal(const char *call)
 {
 	int err;
 
-	if (table.vault_fd >= 0)
-		return 0;
-	pthread_mutex_lock(&maps_lock); /* no plain store races the copy */
-	err = rw_vault_create(&table, sizeof(table), &table.vault_fd);
-	pthread_mutex_unlock(&maps_lock);
-	if (err)
-		rw_say(call, "cannot protect the region table: %s",
-		       strerror(-err));
-	return err;
+	if (table.vault_fd < 0) {
+		pthread_mutex_lock(&maps_lock); /* no plain store races it */
+		err = rw_vault_create(&table, sizeof(table), &table.vault_fd);
+		pthread_mutex_unlock(&maps_lock);
+		if (err) {
+			rw_say(call, "cannot protect the region table: %s",
+			       strerror(-err));
+			return err;
+		}
+	}
+	/* The signal table's vault too, before anything is protected: out
+	 * of descriptors, the caller fails cleanly instead of aborting in
+	 * rw_signal_activate() afterwards. */
+	return rw_signal_prepare(call);
 }
 
 #ifndef SYS_mseal

@@ -264,6 +264,10 @@ RW_HIDDEN bool rw_fault_report(void *siginfo, void *ucontext);
  * backends with signal_enter, wrap every handler of the program. Called
  * with the registry lock held, after init and after each backend setup. */
 RW_HIDDEN void rw_signal_activate(void);
+/* Create the vault of the signal table if there is none yet, so that the
+ * first seal or init can fail cleanly: 0, or -errno after one line on
+ * stderr naming @call. */
+RW_HIDDEN int rw_signal_prepare(const char *call);
 /* Run the signal hooks of every backend in use. */
 RW_HIDDEN bool rw_backends_fault(void *siginfo, void *ucontext);
 RW_HIDDEN void rw_backends_signal_enter(void *ucontext);

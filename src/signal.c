@@ -379,21 +379,43 @@ static void sv_fork_child(void)
 	pthread_mutex_init(&signal_lock, NULL);
 }
 
-/* Seal the table on the first activation; signal_lock held. */
-static void sv_seal(void)
+/* Put the table in its vault once; signal_lock held. 0 or -errno. */
+static int sv_create(void)
 {
 	int err;
 
 	if (sv.fd >= 0)
-		return;
+		return 0;
 	sv.pid = getpid();
 	err = rw_vault_create(&sv, sizeof(sv), &sv.fd);
 	if (!err)
 		err = -pthread_atfork(sv_fork_prepare, sv_fork_parent,
 				      sv_fork_child);
+	return err;
+}
+
+/* Seal the table on the first activation; signal_lock held. */
+static void sv_seal(void)
+{
+	int err = sv_create();
+
 	if (err)
 		rw_die("rare_write_init", &sv,
 		       "cannot protect the signal table: %s", strerror(-err));
+}
+
+int rw_signal_prepare(const char *call)
+{
+	sigset_t saved;
+	int err;
+
+	lock_signals(&saved);
+	err = sv_create();
+	unlock_signals(&saved);
+	if (err)
+		rw_say(call, "cannot protect the signal table: %s",
+		       strerror(-err));
+	return err;
 }
 
 void rw_signal_activate(void)
