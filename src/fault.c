@@ -50,7 +50,7 @@ static uintptr_t fault_pc(const ucontext_t *uc, bool *is_write)
 static void describe_object(struct rw_buf *b, const struct rw_region *r,
 			    uintptr_t addr)
 {
-	char file[128];
+	char file[128] = ""; /* rw_symbolize() runs for sections only */
 
 	if (r->kind == RW_REGION_SECTION &&
 	    rw_symbolize(b, addr, file, sizeof(file))) {

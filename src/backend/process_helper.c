@@ -134,7 +134,7 @@ static int handle_write(size_t n)
 /* The memfd @fd is fit to map @len bytes of: sealed against shrinking. */
 static int memfd_fit(int fd, uint64_t len)
 {
-	struct stat st;
+	struct stat st = {0}; /* filled by the raw fstat, unseen by analysers */
 	long seals = sys(SYS_fcntl, fd, F_GET_SEALS, 0);
 
 	if (seals < 0 || !(seals & F_SEAL_SHRINK))
@@ -268,7 +268,7 @@ static int serve_one(size_t n, const struct msghdr *mh, pid_t sender, int fd)
 
 static uint32_t my_cpu(void)
 {
-	unsigned cpu;
+	unsigned cpu = UINT32_MAX;
 
 	return sys(SYS_getcpu, &cpu, 0, 0) ? UINT32_MAX : cpu;
 }
@@ -278,7 +278,8 @@ static __attribute__((noreturn)) void serve(void)
 	unsigned polls = 0;
 
 	for (;;) {
-		union ctl_buf cbuf;
+		/* Zeroed: the analysers cannot see recvmsg() fill it. */
+		union ctl_buf cbuf = {0};
 		struct iovec iov = {h_buf, PRW_MSG_MAX};
 		struct msghdr mh = {.msg_iov = &iov,
 				    .msg_iovlen = 1,
