@@ -171,7 +171,7 @@ ATTACK("13d", fault_report_state,
 	if (list) {
 		t.nr = list;
 		t.first = (struct fake_object *)(list + 8);
-	} else { /* before issue 19 item 12: two plain objects */
+	} else { /* the older layout: two plain objects */
 		t.nr = attack_lib_sym("nr_objects");
 		t.first = attack_lib_sym("objects");
 	}

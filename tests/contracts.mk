@@ -1,4 +1,4 @@
-# What a C or C++ user of the library expects of it (issue 20): C++, the
+# What a C or C++ user of the library expects of it: C++, the
 # version, the build, the exported-variable recipe and check mode's driver;
 # CMake and musl in check-install. `make check` runs the fast ones.
 

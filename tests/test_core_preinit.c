@@ -2,8 +2,8 @@
 /*
  * test_core_preinit.c - what happens before rare_write_init(): a library
  * that seals itself first (rare_write_seal_self()), maps opened before init,
- * init that fails for want of descriptors, and the fault report's own state
- * (issue 19 items 10-12, issue 20 items 1, 2 and 6).
+ * init that fails for want of descriptors, and the fault report's own
+ * state.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -76,7 +76,7 @@ static struct rw_region *table_entry(const void *p)
 	return NULL;
 }
 
-/* --- issue 19 item 10: the first seal creates the vault ------------------ */
+/* --- the first seal creates the vault ------------------ */
 
 static void store_region_start(void *arg)
 {
@@ -111,7 +111,7 @@ TEST(core_seal_self_seals_the_table, EXPECT_PASS)
 	CHECK(*lib_var() == 42);
 }
 
-/* --- issue 19 item 11: maps opened before init --------------------------- */
+/* --- maps opened before init --------------------------- */
 
 static void map_then_init(void *unused)
 {
@@ -175,7 +175,7 @@ TEST(core_map_across_seal, EXPECT_PASS)
 	CHECK(*obj == 6);
 }
 
-/* --- issue 20 items 1 and 2: what the first seal decides ----------------- */
+/* --- what the first seal decides ----------------- */
 
 /* RAREWRITE_NEED is read at seal time too: the section is on the backend
  * that init then uses, and a window opens it. */
@@ -281,7 +281,7 @@ TEST(core_pools_protected_from_first_seal, EXPECT_PASS)
 	CHECK(*b == 10);
 }
 
-/* --- issue 20 item 6: init out of descriptors ----------------------------- */
+/* --- init out of descriptors ----------------------------- */
 
 struct fd_case {
 	unsigned limit;
@@ -390,14 +390,14 @@ TEST(core_init_out_of_descriptors_after_seal, EXPECT_PASS)
 	init_fd_limits(true);
 }
 
-/* --- issue 19 item 12: the fault report's state --------------------------- */
+/* --- the fault report's state --------------------------- */
 
 static void store_objects(void *arg)
 {
 	attack_store64(arg, 1000000);
 }
 
-/* The list of objects (before issue 19 item 12: the plain count). */
+/* The list of objects (once a plain count). */
 static void *report_list(void)
 {
 	void *l = attack_lib_sym("symbolize_objects");

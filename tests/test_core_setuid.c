@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_core_setuid.c - a set-user-ID program ignores RAREWRITE_BACKEND and
- * RAREWRITE_NEED (issue 19 item 9): whoever starts it must not choose a
+ * RAREWRITE_NEED: whoever starts it must not choose a
  * weaker backend for it, nor make its init fail.
  *
  * The runner runs as root: a copy of build/tests/core-setuid is made

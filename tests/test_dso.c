@@ -15,7 +15,7 @@ void dso_rare_set(long v);
 extern long dso_plain;
 int dso_seal_self(void);
 
-/* --- a library sealing itself (issue 12 item 6) ------------------------- */
+/* --- a library sealing itself ------------------------- */
 
 static void dso_rare_set_99(void *unused)
 {
@@ -32,7 +32,7 @@ TEST(dso_seal_self_seals_only_the_library, EXPECT_PASS)
 
 	CHECK(dso_seal_self() == 0);
 	CHECK(dso_seal_self() == 0); /* idempotent */
-	/* No init yet, but the seal chose the backend (issue 20 item 2). */
+	/* No init yet, but the seal chose the backend. */
 	CHECK(strcmp(rare_write_backend(), "none"));
 	CHECK(rare_write_caps() == 0);
 	/* The library's data: sealed now; rare_write() gets in. */
@@ -194,7 +194,7 @@ TEST(dso_no_copy_relocation_protected, EXPECT_PASS)
 			status, msg);
 	CHECK(child_killed_by(status) == SIGSEGV);
 	/* The fault report names the library's variable and the program's
-	 * function that stored to it (issue 12 item 1). */
+	 * function that stored to it. */
 	CHECK(strncmp(msg, "rarewrite: write to protected memory at 0x", 42) ==
 	      0);
 	CHECK(strstr(msg, " (dso_protected+0x0 in libdso.so) by pc main+0x"));

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * What porting an existing program needs (issue 12): windows on the default
+ * What porting an existing program needs: windows on the default
  * backend (RAREWRITE_NEED, rare_write_init_caps), one line for every
  * environment failure, asking whether memory is protected, and a
  * read-modify-write that loses no update.
@@ -184,7 +184,7 @@ TEST(port_is_protected, EXPECT_PASS)
 	struct rare_pool *pool;
 	char *obj;
 
-	/* Before init: plain memory, so 0 (issue 20 item 2). */
+	/* Before init: plain memory, so 0. */
 	CHECK(rare_write_is_protected(&port_value, sizeof(port_value)) == 0);
 	init();
 	CHECK(rare_write_is_protected(&port_value, sizeof(port_value)) == 1);
@@ -313,7 +313,7 @@ static void pool_before_init(const char *level)
 		a[i] = (struct ext){i, ext_fn};
 	port_exts = a;
 	port_nr_exts = 4;
-	/* Not protected yet: never 1 for writable memory (issue 20 item 2). */
+	/* Not protected yet: never 1 for writable memory. */
 	CHECK(!rare_write_is_protected(a, 4 * sizeof(*a)));
 	init();
 	CHECK(*counter == 11);

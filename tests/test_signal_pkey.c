@@ -3,7 +3,7 @@
  * pkey and signal frames: the saved PKRU that sigreturn restores is made,
  * when the handler returns, what the library's record says the interrupted
  * code held, whatever another thread wrote there while the handler ran
- * (issue 19.4; the race after that check is attack 11b). pkey only: make
+ * (the race after that check is attack 11b). pkey only: make
  * check-vm runs it.
  */
 #define _GNU_SOURCE

@@ -28,7 +28,7 @@ static bool store_faults(long *p)
 	return child_killed_by(run_in_child(store_long, p)) == SIGSEGV;
 }
 
-/* ---- a store that faults inside a window is reported (issue 20.4) ---- */
+/* ---- a store that faults inside a window is reported ---- */
 
 static void store_in_window(void *unused)
 {
@@ -67,7 +67,7 @@ TEST(signal_fault_in_window_is_reported, EXPECT_PASS)
 	CHECK(!strncmp(msg, want, strlen(want)));
 }
 
-/* ---- a handler inside a window or map (issue 19.5) ---- */
+/* ---- a handler inside a window or map ---- */
 
 static volatile long seen_in_handler;
 static volatile bool handler_store_faulted;
