@@ -55,7 +55,9 @@ HEADERS := include/rarewrite.h include/rarewrite/list.h
 
 all: $(B)/librarewrite.so $(B)/librarewrite.a
 
-$(B)/%.o: %.c
+# The public headers and internal.h explicitly too: an object built before
+# the tree had -MMD has no .d file and would otherwise never be rebuilt.
+$(B)/%.o: %.c $(HEADERS) src/internal.h
 	@mkdir -p $(dir $@)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(LIB_CFLAGS) -c $< -o $@
