@@ -344,6 +344,8 @@ void rare_write_end(void)
 {
 	uint32_t extra;
 
+	if (!window_depth) /* a handler that cleared it was left by a jump */
+		window_depth = rw_signal_left_depth();
 	if (!window_depth)
 		rw_die("rare_write_end", NULL, "no open window on this thread");
 	if (!rw_initialised()) {
@@ -516,11 +518,33 @@ bool rw_backends_fault(void *siginfo, void *ucontext)
 	return false;
 }
 
-void rw_backends_signal_enter(void)
+void rw_backends_signal_enter(void *ucontext)
 {
 	for (unsigned i = 0; i < RW_MAX_BACKENDS && table.used[i]; i++)
 		if (table.used[i]->signal_enter)
-			table.used[i]->signal_enter();
+			table.used[i]->signal_enter(ucontext);
+}
+
+void rw_backends_signal_exit(void *ucontext)
+{
+	for (unsigned i = 0; i < RW_MAX_BACKENDS && table.used[i]; i++)
+		if (table.used[i]->signal_exit)
+			table.used[i]->signal_exit(ucontext);
+}
+
+void rw_backends_cs_fault(void)
+{
+	for (unsigned i = 0; i < RW_MAX_BACKENDS && table.used[i]; i++)
+		if (table.used[i]->cs_fault)
+			table.used[i]->cs_fault();
+}
+
+unsigned rw_window_depth_swap(unsigned depth)
+{
+	unsigned old = window_depth;
+
+	window_depth = depth;
+	return old;
 }
 
 bool rw_backends_wrap_signals(void)

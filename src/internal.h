@@ -90,14 +90,23 @@ struct rw_backend {
 	void (*fork_parent)(void);
 	void (*fork_child)(void);
 
-	/* Signals (signal.c), both optional and async-signal-safe. fault:
+	/* Signals (signal.c), all optional and async-signal-safe. fault:
 	 * a SIGSEGV the backend repairs itself (pkey: a read by a thread or
 	 * handler whose PKRU denies it); true when the access may be
 	 * retried. signal_enter: runs first in every handler the program
-	 * installed, to give it read (never write) access to protected
-	 * data. */
+	 * installed: it suspends the calling thread's windows and maps (the
+	 * handler holds none of them) and gives it read (never write)
+	 * access to protected data. signal_exit: runs after the program's
+	 * handler returned, resumes what signal_enter suspended and makes
+	 * the frame's saved state (pkey: PKRU) what the backend's own record
+	 * says the interrupted context held. cs_fault: a synchronous fault
+	 * hit the library's own code inside a critical section (a bad
+	 * source pointer of rare_write_memcpy): close what the section
+	 * opened and release what it holds, the section will not resume. */
 	bool (*fault)(void *siginfo, void *ucontext);
-	void (*signal_enter)(void);
+	void (*signal_enter)(void *ucontext);
+	void (*signal_exit)(void *ucontext);
+	void (*cs_fault)(void);
 };
 
 /* Backends, one file each under backend/. */
@@ -255,9 +264,48 @@ RW_HIDDEN bool rw_fault_report(void *siginfo, void *ucontext);
  * backends with signal_enter, wrap every handler of the program. Called
  * with the registry lock held, after init and after each backend setup. */
 RW_HIDDEN void rw_signal_activate(void);
-/* Run the fault/signal_enter hooks of every backend in use. */
+/* Run the signal hooks of every backend in use. */
 RW_HIDDEN bool rw_backends_fault(void *siginfo, void *ucontext);
-RW_HIDDEN void rw_backends_signal_enter(void);
+RW_HIDDEN void rw_backends_signal_enter(void *ucontext);
+RW_HIDDEN void rw_backends_signal_exit(void *ucontext);
+RW_HIDDEN void rw_backends_cs_fault(void);
 RW_HIDDEN bool rw_backends_wrap_signals(void);
+/* core.c: set the calling thread's begin/end depth (a hint, see core.c)
+ * and return the old one; signal.c clears it for the length of a handler,
+ * which holds no window of the code it interrupted. */
+RW_HIDDEN unsigned rw_window_depth_swap(unsigned depth);
+/* signal.c: the depth a handler left by siglongjmp had cleared (0 if
+ * none), once: rare_write_end() then closes that window. */
+RW_HIDDEN unsigned rw_signal_left_depth(void);
+
+/*
+ * Critical sections (signal.c): a backend that holds a lock or has a key
+ * or pages open for a single write, without blocking signals, brackets it
+ * with rw_cs_enter()/rw_cs_leave(). A signal that arrives inside is not
+ * run there: the wrapper blocks it in the interrupted context's mask,
+ * queues it again and returns; rw_cs_leave() unblocks it, and it is
+ * delivered right after the section with its siginfo. No system call
+ * unless a signal actually came. The depth is a plain TLS hint: a forged
+ * depth only delays handlers (or runs one where the section is open,
+ * which is then what a racing thread could do anyway); what may be
+ * written is never decided from it.
+ */
+#define RW_TLS_IE __thread __attribute__((tls_model("initial-exec")))
+RW_HIDDEN extern RW_TLS_IE unsigned rw_cs_depth;
+RW_HIDDEN extern RW_TLS_IE uint64_t rw_cs_deferred;
+RW_HIDDEN void rw_cs_release(void);
+
+static inline __attribute__((always_inline)) void rw_cs_enter(void)
+{
+	rw_cs_depth++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline __attribute__((always_inline)) void rw_cs_leave(void)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (!--rw_cs_depth && rw_cs_deferred)
+		rw_cs_release();
+}
 
 #endif /* RAREWRITE_INTERNAL_H */

@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "rarewrite.h"
@@ -38,41 +39,103 @@
 extern int __sigaction(int sig, const struct sigaction *act,
 		       struct sigaction *old);
 
+RW_TLS_IE unsigned rw_cs_depth;
+RW_TLS_IE uint64_t rw_cs_deferred;
+/* The begin/end depth of the code the outermost running handler
+ * interrupted: a hint for rare_write_end() after a siglongjmp out of it. */
+static RW_TLS_IE unsigned left_depth;
+
+unsigned rw_signal_left_depth(void)
+{
+	unsigned d = left_depth;
+
+	left_depth = 0;
+	return d;
+}
+
 /*
- * The program's action per wrapped signal. Handlers read it without a lock:
- * writers fill the slot not in use and then flip the index, so a handler
- * sees one whole action or the other.
+ * What decides which code runs on a signal: the program's action per
+ * wrapped signal and which signals are wrapped. It is a vault (vault.c):
+ * read-only, written with pwrite() once the first activation created it,
+ * so that no store can point a handler at a gadget (say SIGSEGV's at
+ * rare_write_begin, which would open an mprotect window for good; attack
+ * 12b). Handlers read it without a lock: writers fill the slot not in
+ * use and then flip the index, so a handler sees one whole action or
+ * the other. Aligning the type pads it to whole pages.
  */
-static struct {
-	unsigned idx;
-	struct sigaction slot[2];
-} actions[NSIG];
-static bool wrapped[NSIG]; /* the kernel's action is ours */
-static bool wrap_segv, wrap_all;
+static struct sig_vault {
+	int fd;	   /* the memfd behind it once sealed, else -1 */
+	pid_t pid; /* the process it belongs to */
+	bool wrap_segv, wrap_all;
+	bool wrapped[NSIG]; /* the kernel's action is ours */
+	struct {
+		uint64_t idx;
+		struct sigaction slot[2];
+	} actions[NSIG];
+} __attribute__((aligned(4096))) sv = {.fd = -1};
 static pthread_mutex_t signal_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Store into the vault: plainly before it is sealed, else through its
+ * memfd. signal_lock held. */
+static void sv_store(void *dst, const void *src, size_t len)
+{
+	if (sv.fd < 0)
+		memcpy(dst, src, len);
+	else
+		rw_vault_store(sv.fd, &sv, dst, src, len);
+}
+
+static void sv_set_bool(bool *field, bool v)
+{
+	sv_store(field, &v, sizeof(v));
+}
 
 static bool wrappable(int sig)
 {
 	return sig > 0 && sig < NSIG && sig != SIGKILL && sig != SIGSTOP;
 }
 
+/*
+ * A child made without fork handlers (the process backend's helper, a raw
+ * clone) shares the parent's table: its actions are its own business and
+ * go straight to the kernel, never into the parent's table.
+ */
+static bool foreign_process(void)
+{
+	return sv.fd >= 0 && sv.pid != getpid();
+}
+
 static bool should_wrap(int sig)
 {
-	return wrappable(sig) && ((sig == SIGSEGV && wrap_segv) || wrap_all);
+	return wrappable(sig) &&
+	       ((sig == SIGSEGV && sv.wrap_segv) || sv.wrap_all) &&
+	       !foreign_process();
 }
 
 static struct sigaction program_action(int sig)
 {
-	return actions[sig]
-		.slot[__atomic_load_n(&actions[sig].idx, __ATOMIC_ACQUIRE) & 1];
+	return sv.actions[sig]
+		.slot[__atomic_load_n(&sv.actions[sig].idx, __ATOMIC_ACQUIRE) &
+		      1];
 }
 
 static void set_program_action(int sig, const struct sigaction *sa)
 {
-	unsigned next = (actions[sig].idx + 1) & 1;
+	uint64_t next = (sv.actions[sig].idx + 1) & 1;
+	struct sigaction c;
 
-	actions[sig].slot[next] = *sa;
-	__atomic_store_n(&actions[sig].idx, next, __ATOMIC_RELEASE);
+	/* Field by field: the padding of @sa is nobody's business. */
+	memset(&c, 0, sizeof(c));
+	c.sa_sigaction = sa->sa_sigaction; /* the union, whichever member */
+	sigemptyset(&c.sa_mask); /* the kernel's 64 signals, no more */
+	for (int s = 1; s < NSIG; s++)
+		if (sigismember(&sa->sa_mask, s) == 1)
+			sigaddset(&c.sa_mask, s);
+	c.sa_flags = sa->sa_flags;
+	c.sa_restorer = sa->sa_restorer;
+	sv_store(&sv.actions[sig].slot[next], &c, sizeof(c));
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	sv_store(&sv.actions[sig].idx, &next, sizeof(next));
 }
 
 static bool is_function(const struct sigaction *sa)
@@ -106,8 +169,15 @@ static void call_program(int sig, siginfo_t *si, void *uc, bool fault)
 	if (is_function(&sa)) {
 		if (sa.sa_flags & SA_RESETHAND) { /* one-shot, as asked */
 			struct sigaction dfl = {.sa_handler = SIG_DFL};
+			sigset_t saved, all;
 
+			/* The vault is written under the lock. */
+			sigfillset(&all);
+			pthread_sigmask(SIG_BLOCK, &all, &saved);
+			pthread_mutex_lock(&signal_lock);
 			set_program_action(sig, &dfl);
+			pthread_mutex_unlock(&signal_lock);
+			pthread_sigmask(SIG_SETMASK, &saved, NULL);
 		}
 		if (sa.sa_flags & SA_SIGINFO)
 			sa.sa_sigaction(sig, si, uc);
@@ -122,16 +192,92 @@ static void call_program(int sig, siginfo_t *si, void *uc, bool fault)
 	die_by(sig);
 }
 
+/* A fault of the instruction that was running: it cannot wait. */
+static bool synchronous(int sig, const siginfo_t *si)
+{
+	return si && si->si_code > 0 &&
+	       (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
+		sig == SIGFPE || sig == SIGTRAP);
+}
+
+/* The siginfo of each signal deferred on this thread (one per signal:
+ * it stays blocked until it ran, further ones wait in the kernel). */
+static RW_TLS_IE siginfo_t deferred_info[64];
+
+/*
+ * A signal arrived inside a critical section: keep it blocked until the
+ * section ends (in the interrupted context's mask, which sigreturn
+ * restores), with its siginfo here; rw_cs_release() runs it.
+ */
+static void defer(int sig, siginfo_t *si, ucontext_t *uc)
+{
+	sigset_t one;
+
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	pthread_sigmask(SIG_BLOCK, &one, NULL); /* SA_NODEFER: not yet */
+	sigaddset(&uc->uc_sigmask, sig);
+	deferred_info[sig - 1] = *si;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	rw_cs_deferred |= 1ULL << (sig - 1);
+}
+
+static void entry(int sig, siginfo_t *si, void *uc);
+
+/*
+ * The section is over: run each deferred signal as the kernel would have
+ * (its mask applied), then unblock it, so that the kernel delivers the
+ * ones queued behind it in their order.
+ */
+void rw_cs_release(void)
+{
+	uint64_t d;
+
+	while ((d = rw_cs_deferred)) {
+		int sig = __builtin_ctzll(d) + 1;
+		struct sigaction sa = program_action(sig);
+		siginfo_t info = deferred_info[sig - 1];
+		sigset_t one, saved;
+		ucontext_t uc;
+
+		rw_cs_deferred = d & ~(1ULL << (sig - 1));
+		sigemptyset(&one);
+		sigaddset(&one, sig);
+		pthread_sigmask(SIG_BLOCK, &sa.sa_mask, &saved);
+		memset(&uc, 0, sizeof(uc)); /* no XSAVE area: nothing to fix */
+		getcontext(&uc);
+		entry(sig, &info, &uc);
+		pthread_sigmask(SIG_SETMASK, &saved, NULL);
+		pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+	}
+}
+
 static void entry(int sig, siginfo_t *si, void *uc)
 {
 	int saved_errno = errno;
 	bool fault = sig == SIGSEGV && si && si->si_code > 0;
+	unsigned depth;
 
 	if (sig == SIGSEGV && rw_backends_fault(si, uc)) {
 		errno = saved_errno;
 		return; /* repaired: the access is retried */
 	}
-	rw_backends_signal_enter();
+	if (rw_cs_depth) {
+		if (!synchronous(sig, si)) {
+			defer(sig, si, uc);
+			errno = saved_errno;
+			return;
+		}
+		/* The library's own code faulted (a bad source pointer):
+		 * the section is over, whatever the handler does. */
+		rw_cs_depth = 0;
+		rw_backends_cs_fault();
+	}
+	/* The handler holds none of the windows it interrupted. */
+	depth = rw_window_depth_swap(0);
+	if (depth)
+		left_depth = depth;
+	rw_backends_signal_enter(uc);
 	if (sig == SIGSEGV && rw_fault_report(si, uc)) {
 		/* A crash reporter still runs, and may longjmp away; if it
 		 * returns, the store would only fault again. */
@@ -139,6 +285,10 @@ static void entry(int sig, siginfo_t *si, void *uc)
 		die_by(sig);
 	}
 	call_program(sig, si, uc, fault);
+	rw_backends_signal_exit(uc);
+	if (depth)
+		left_depth = 0;
+	rw_window_depth_swap(depth);
 	errno = saved_errno;
 }
 
@@ -149,14 +299,14 @@ static int install(int sig, const struct sigaction *prog)
 	struct sigaction k = *prog;
 
 	if (sig != SIGSEGV && !is_function(prog)) {
-		wrapped[sig] = false;
+		sv_set_bool(&sv.wrapped[sig], false);
 		return __sigaction(sig, prog, NULL);
 	}
 	k.sa_sigaction = entry;
 	k.sa_flags |= SA_SIGINFO;
 	if (sig == SIGSEGV) /* ours even when the program's is one-shot */
 		k.sa_flags = (k.sa_flags & ~SA_RESETHAND) | SA_ONSTACK;
-	wrapped[sig] = true;
+	sv_set_bool(&sv.wrapped[sig], true);
 	return __sigaction(sig, &k, NULL);
 }
 
@@ -183,13 +333,67 @@ static void take_over(int sig)
 
 	if (__sigaction(sig, NULL, &cur))
 		return;
-	if (wrapped[sig] ||
+	if (sv.wrapped[sig] ||
 	    (cur.sa_flags & SA_SIGINFO && cur.sa_sigaction == entry))
 		return;
 	set_program_action(sig, &cur);
-	if (install(sig, &cur))
+	if (!install(sig, &cur))
+		return;
+	/* A signal the kernel (or valgrind, which keeps one for itself)
+	 * refuses can have no handler of the program's either. */
+	if (sig == SIGSEGV)
 		rw_die("rare_write_init", NULL,
 		       "cannot install the signal %d handler", sig);
+	sv_set_bool(&sv.wrapped[sig], false);
+}
+
+/* fork(): the child takes a private copy of the vault, which it shares
+ * with the parent until then. */
+static void sv_fork_prepare(void)
+{
+	pthread_mutex_lock(&signal_lock);
+}
+
+static void sv_fork_parent(void)
+{
+	pthread_mutex_unlock(&signal_lock);
+}
+
+static void sv_fork_child(void)
+{
+	if (sv.fd >= 0) {
+		int fd = rw_vault_fork_copy(sv.fd, &sv, sizeof(sv));
+
+		if (fd < 0)
+			rw_die("fork", &sv,
+			       "child cannot copy the signal table: %s",
+			       strerror(-fd));
+		sv.fd = fd;
+		sv.pid = getpid();
+		fd = rw_vault_fork_done(&sv, sizeof(sv));
+		if (fd < 0)
+			rw_die("fork", &sv,
+			       "child cannot protect the signal table: %s",
+			       strerror(-fd));
+	}
+	pthread_mutex_init(&signal_lock, NULL);
+}
+
+/* Seal the table on the first activation; signal_lock held. */
+static void sv_seal(void)
+{
+	int err;
+
+	if (sv.fd >= 0)
+		return;
+	sv.pid = getpid();
+	err = rw_vault_create(&sv, sizeof(sv), &sv.fd);
+	if (!err)
+		err = -pthread_atfork(sv_fork_prepare, sv_fork_parent,
+				      sv_fork_child);
+	if (err)
+		rw_die("rare_write_init", &sv,
+		       "cannot protect the signal table: %s", strerror(-err));
 }
 
 void rw_signal_activate(void)
@@ -198,14 +402,16 @@ void rw_signal_activate(void)
 
 	rw_symbolize_prepare();
 	lock_signals(&saved);
-	wrap_segv = true;
+	if (!sv.wrap_segv)
+		sv_set_bool(&sv.wrap_segv, true);
 	take_over(SIGSEGV);
-	if (rw_backends_wrap_signals() && !wrap_all) {
-		wrap_all = true;
+	if (rw_backends_wrap_signals() && !sv.wrap_all) {
+		sv_set_bool(&sv.wrap_all, true);
 		for (int sig = 1; sig < NSIG; sig++)
 			if (wrappable(sig) && sig != SIGSEGV)
 				take_over(sig);
 	}
+	sv_seal();
 	unlock_signals(&saved);
 }
 
@@ -222,7 +428,7 @@ sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 		unlock_signals(&saved);
 		return __sigaction(sig, act, old);
 	}
-	if (!wrapped[sig] && sig != SIGSEGV) {
+	if (!sv.wrapped[sig] && sig != SIGSEGV) {
 		/* Not taken over yet (a race with activation): now. */
 		struct sigaction cur;
 

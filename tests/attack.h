@@ -99,6 +99,15 @@ bool attack_race(void *addr, uint64_t v, void (*fn)(void *), void *arg,
  * test-only, no API), or NULL. TLS symbols give the calling thread's copy. */
 void *attack_lib_sym(const char *name);
 
+/* Call @fn on every data object of the library (its ELF symbol table),
+ * TLS ones with the calling thread's copy. In a static program that is
+ * every object of the program: @ours says whether it is the library's
+ * (its sources, or an rw_ name). */
+void attack_lib_each_object(void (*fn)(const char *name, void *addr,
+				       size_t size, bool tls, bool ours,
+				       void *arg),
+			    void *arg);
+
 /* Address of a function of the library, hidden ones too, or NULL. */
 void *attack_lib_func(const char *name);
 

@@ -28,6 +28,12 @@ const struct attack_expect attack_table[] = {
 	{"8b", {B, B, B, B, B}},     {"8c", {B, B, B, B, B}},
 	{"9", {B, NA, NA, NA, NA}},
 	{"10a", {NA, NA, NA, NA, B}}, {"10b", {NA, NA, NA, NA, B}},
+	/* Thread and signal state (11), the library's pointers (12). */
+	{"11a", {B, B, B, B, B}},
+	{"11b", {O, NA, NA, NA, NA}},
+	{"11c", {B, B, B, B, B}},
+	{"12a", {B, B, B, B, B}},
+	{"12b", {B, B, B, B, B}},
 	{"13a", {B, B, B, B, B}},    {"13b", {B, B, B, B, B}},
 	{"13c", {B, B, B, B, B}},    {"13d", {B, B, B, B, B}},
 };

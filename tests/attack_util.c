@@ -294,12 +294,14 @@ void *attack_lib_func(const char *name)
 /* The library's own sources (src/ and src/backend/), by base name. */
 static bool library_file(const char *file)
 {
-	static const char *const ours[] = {
-		"core.c",   "pool.c",		"list.c",
-		"copy.c",   "section.c",	"memfd.c",
-		"pwrite.c", "shadow.c",		"mprotect.c",
-		"pkey.c",   "process.c",	"process_helper.c",
-		"vault.c",  "process_seccomp.c"};
+	static const char *const ours[] = {"core.c",	 "pool.c",
+					   "list.c",	 "copy.c",
+					   "section.c",	 "memfd.c",
+					   "pwrite.c",	 "shadow.c",
+					   "mprotect.c", "pkey.c",
+					   "process.c",	 "process_helper.c",
+					   "vault.c",	 "process_seccomp.c",
+					   "signal.c"};
 	const char *slash = strrchr(file, '/');
 
 	file = slash ? slash + 1 : file;
@@ -307,6 +309,45 @@ static bool library_file(const char *file)
 		if (!strcmp(file, ours[i]))
 			return true;
 	return false;
+}
+
+struct each_object {
+	void (*fn)(const char *name, void *addr, size_t size, bool tls,
+		   bool ours, void *arg);
+	void *arg;
+};
+
+static void *visit_object(const Elf64_Sym *sym, const char *name,
+			  const char *file, uintptr_t base, void *arg)
+{
+	struct each_object *e = arg;
+	unsigned type = ELF64_ST_TYPE(sym->st_info);
+	bool ours = library_file(file) || !strncmp(name, "rw_", 3);
+
+	if ((type != STT_OBJECT && type != STT_TLS) || !sym->st_size)
+		return NULL;
+	if (type == STT_TLS) {
+		struct tls_find tf = {base, NULL};
+
+		dl_iterate_phdr(find_tls, &tf);
+		if (tf.tls)
+			e->fn(name, (char *)tf.tls + sym->st_value,
+			      sym->st_size, true, ours, e->arg);
+		return NULL;
+	}
+	e->fn(name, (void *)(base + sym->st_value), sym->st_size, false, ours,
+	      e->arg);
+	return NULL;
+}
+
+void attack_lib_each_object(void (*fn)(const char *name, void *addr,
+				       size_t size, bool tls, bool ours,
+				       void *arg),
+			    void *arg)
+{
+	struct each_object e = {fn, arg};
+
+	symtab_walk(visit_object, &e);
 }
 
 static void *match_code(const Elf64_Sym *sym, const char *name,
@@ -456,13 +497,14 @@ extern const struct attack *const __stop_rw_attacks[];
 static int by_id(const void *x, const void *y)
 {
 	const struct attack *const *a = x, *const *b = y;
-	unsigned long na = strtoul((*a)->id, NULL, 10),
-		      nb = strtoul((*b)->id, NULL, 10);
+	char *ra, *rb;
+	unsigned long na = strtoul((*a)->id, &ra, 10);
+	unsigned long nb = strtoul((*b)->id, &rb, 10);
 
-	/* By number first: 9 before 10a. */
+	/* By number, then variant: 9 before 11a. */
 	if (na != nb)
 		return na < nb ? -1 : 1;
-	return strcmp((*a)->id, (*b)->id);
+	return strcmp(ra, rb);
 }
 
 static bool available(const char *name)

@@ -16,7 +16,8 @@
 #   VM_SMP          virtual CPUs (default 2)
 set -eu
 
-RUNNER=${1:?usage: vm/check-vm.sh path/to/static/runner}
+RUNNER=${1:?usage: vm/check-vm.sh path/to/static/runner [static/attack-matrix]}
+MATRIX=${2:-}
 VM=$(cd "$(dirname "$0")" && pwd)
 W=$VM/build
 TIMEOUT=${VM_TIMEOUT:-1200}
@@ -78,6 +79,10 @@ cp "$BUSYBOX" "$R/bin/busybox"
 cp "$VM/init" "$R/init"
 cp "$RUNNER" "$R/run-static"
 chmod 755 "$R/init" "$R/run-static"
+if [ -n "$MATRIX" ]; then
+	cp "$MATRIX" "$R/attack-matrix"
+	chmod 755 "$R/attack-matrix"
+fi
 (cd "$R" && find . | cpio -o -H newc --quiet | gzip -1) >"$W/initramfs.cpio.gz"
 
 # --- boot -------------------------------------------------------------------
@@ -108,6 +113,14 @@ for b in pkey auto; do
 	passed=$(echo "$summary" | sed -E 's/^([0-9]+) passed.*/\1/')
 	[ "$failed" = 0 ] && [ "$passed" -gt 0 ] || status=1
 done
+if [ -n "$MATRIX" ]; then
+	if grep -q '^rarewrite-vm: end matrix exit 0$' "$LOG"; then
+		echo "check-vm: attack matrix matches tests/attack_table.c"
+	else
+		echo "check-vm: attack matrix differs from tests/attack_table.c (or did not finish)"
+		status=1
+	fi
+fi
 if grep -q '^# auto chose pkey' "$LOG"; then
 	echo "check-vm: auto chose pkey in the VM"
 else

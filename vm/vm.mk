@@ -15,7 +15,16 @@ $(VM_RUN): $(VM_TEST_SRC) $(wildcard tests/*.h) $(HEADERS) $(B)/librarewrite.a
 	$(CC) $(USER_CFLAGS) -Itests $(VM_TEST_SRC) -o $@ -static \
 		$(USER_LDFLAGS) $(B)/librarewrite.a -pthread
 
-check-vm: $(VM_RUN)
-	vm/check-vm.sh $(VM_RUN)
+# The attack matrix too, with each scenario's note (ATTACK_NOTES=1), so the
+# pkey column's evidence is in the console log.
+VM_ATTACK := $(B)/vm/attack-matrix-static
+
+$(VM_ATTACK): $(ATTACK_SRC) tests/attack.h tests/harness.h $(HEADERS) src/internal.h $(B)/librarewrite.a
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -DRW_ATTACK_MATRIX_MAIN -Itests $(ATTACK_SRC) -o $@ \
+		-static $(USER_LDFLAGS) $(B)/librarewrite.a -pthread
+
+check-vm: $(VM_RUN) $(VM_ATTACK)
+	vm/check-vm.sh $(VM_RUN) $(VM_ATTACK)
 
 .PHONY: check-vm

@@ -10,7 +10,20 @@
  * that changes it, under the mutex: an arbitrary-write bug can raise it
  * neither at rest nor during a window, so it cannot keep a window from
  * closing (Chromium's ProtectedMemory keeps its count read-only at rest
- * only). Signals are blocked on the writing thread while its window is open.
+ * only). The page is a static object reached RIP-relative: no pointer to it
+ * lives in writable memory, where a store could point end() at a fake page
+ * whose count never reaches zero (attack 12a).
+ *
+ * Signals are not blocked. A window belongs to a thread: the same page
+ * records, per thread id (gettid(), which no store changes), how many
+ * windows the thread holds. The library's wrapper, first in every handler
+ * (signal.c), closes the interrupted thread's windows on entry and reopens
+ * them on exit, so a handler never writes through the window it
+ * interrupted (attacks 3, 11c), and a store that faults inside a window is
+ * reported like any other. The short stretches that hold the flip lock (a
+ * single write, begin, end) are critical sections: a signal that arrives
+ * there runs right after (signal.c), so a handler never waits for a lock
+ * its own thread holds, and a single write costs its two mprotect() calls.
  *
  * Each region is an anonymous mapping of its own (a section's pages are
  * moved out of the program's file-backed data mapping), cut into pieces
@@ -28,20 +41,36 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "rarewrite.h"
 #include "internal.h"
 
-struct control {
-	unsigned long open_windows;
+#define MAX_THREADS 256
+#define MAX_SIGNAL_NEST 6
+
+/* The windows one thread holds, and those its handlers suspended, each
+ * with the frame of the handler that suspended it. */
+struct thread_windows {
+	int32_t tid; /* 0: free slot */
+	uint32_t windows;
+	uint32_t nest; /* handlers running on it that suspended some */
+	struct {
+		uint32_t windows;
+		uintptr_t frame;
+	} suspended[MAX_SIGNAL_NEST];
 };
 
-static pthread_mutex_t flip_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct control *control;
+/* Read-only except for the stores of set_record()/set_open_windows(),
+ * under flip_lock. */
+static struct control {
+	unsigned long open_windows; /* sum of the windows of every thread */
+	unsigned long nr_threads;   /* slots in use */
+	struct thread_windows thr[MAX_THREADS];
+} __attribute__((aligned(4096))) control;
 
-/* Signal mask saved by this thread's outermost window. */
-static __thread sigset_t saved_mask;
-static __thread unsigned thread_windows;
+static pthread_mutex_t flip_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void flip(const char *call, uintptr_t start, size_t len, bool writable)
 {
@@ -60,38 +89,93 @@ static void flip_all(bool writable)
 			     r->start, r->len, writable);
 }
 
-/* Set the window count; flip_lock held. */
-static void set_open_windows(unsigned long n)
+static void control_open(bool writable)
 {
-	flip("rare_write_begin", (uintptr_t)control, rw_page_size, true);
-	control->open_windows = n;
-	flip("rare_write_end", (uintptr_t)control, rw_page_size, false);
+	flip(writable ? "rare_write_begin" : "rare_write_end",
+	     (uintptr_t)&control, sizeof(control), writable);
 }
 
-static void signals_block(void)
+static int32_t this_tid(void)
 {
-	sigset_t all;
-
-	if (thread_windows++)
-		return;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &saved_mask);
+	return (int32_t)syscall(SYS_gettid);
 }
 
-static void signals_restore(void)
+/* The record of @tid, or NULL; flip_lock held (or a stable table). */
+static const struct thread_windows *find_record(int32_t tid)
 {
-	if (!--thread_windows)
-		pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
+	if (!control.nr_threads)
+		return NULL;
+	for (unsigned i = 0; i < MAX_THREADS; i++)
+		if (control.thr[i].tid == tid)
+			return &control.thr[i];
+	return NULL;
 }
 
+/* Replace the record of @rec->tid by @rec (a record without windows or
+ * suspended ones is freed), and the count by @open; flip_lock held. */
+static void set_record(const struct thread_windows *rec, unsigned long open)
+{
+	struct thread_windows *slot =
+		(struct thread_windows *)find_record(rec->tid);
+	bool empty = !rec->windows && !rec->nest;
+
+	control_open(true);
+	if (!slot && !empty) {
+		for (unsigned i = 0; i < MAX_THREADS && !slot; i++)
+			if (!control.thr[i].tid)
+				slot = &control.thr[i];
+		if (!slot) {
+			control_open(false);
+			rw_die("rare_write_begin", NULL,
+			       "more than %d threads hold windows at once",
+			       MAX_THREADS);
+		}
+		control.nr_threads++;
+	}
+	if (slot && empty) {
+		memset(slot, 0, sizeof(*slot));
+		control.nr_threads--;
+	} else if (slot) {
+		*slot = *rec;
+	}
+	control.open_windows = open;
+	control_open(false);
+}
+
+/* This thread's record as a value (zeroes if it has none). */
+static struct thread_windows my_record(int32_t tid)
+{
+	const struct thread_windows *r = find_record(tid);
+	struct thread_windows rec = {.tid = tid};
+
+	if (r)
+		rec = *r;
+	return rec;
+}
+
+static void lock(void)
+{
+	rw_cs_enter();
+	pthread_mutex_lock(&flip_lock);
+}
+
+static void unlock(void)
+{
+	pthread_mutex_unlock(&flip_lock);
+	rw_cs_leave();
+}
+
+/*
+ * The control page sits in the library's .bss. VM_NOHUGEPAGE keeps it a
+ * mapping of its own when it is flipped writable, so that each flip does
+ * not merge it into its neighbours and split it out again (as cut() does
+ * for regions).
+ */
 static int mprotect_setup(void)
 {
-	void *p = mmap(NULL, rw_page_size, PROT_READ,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
+	madvise(&control, sizeof(control), MADV_NOHUGEPAGE);
+	if (mprotect(&control, sizeof(control), PROT_READ))
 		return -errno;
-	control = p;
 	return 0;
 }
 
@@ -170,9 +254,8 @@ static void page_span(const struct rw_seg *s, uintptr_t *start, size_t *len)
 
 static void mprotect_write(const struct rw_seg *segs, unsigned n)
 {
-	signals_block();
-	pthread_mutex_lock(&flip_lock);
-	if (control->open_windows) {
+	lock();
+	if (control.open_windows) {
 		/* Another thread's window has every region open already. */
 		for (unsigned i = 0; i < n; i++)
 			rw_seg_store(&segs[i], segs[i].dst);
@@ -194,28 +277,55 @@ static void mprotect_write(const struct rw_seg *segs, unsigned n)
 			flip("rare_write_memcpy", start, len, false);
 		}
 	}
-	pthread_mutex_unlock(&flip_lock);
-	signals_restore();
+	unlock();
+}
+
+/* Add @delta windows to the calling thread, flipping every region when
+ * the first opens or the last closes. */
+static void windows_add(const char *call, int delta)
+{
+	int32_t tid = this_tid();
+	struct thread_windows rec;
+	unsigned long open;
+
+	lock();
+	rec = my_record(tid);
+	if (delta < 0 && !rec.windows && rec.nest &&
+	    rec.suspended[rec.nest - 1].windows) {
+		/* A handler suspended the window and was left by a jump
+		 * (siglongjmp): its pages are closed; this end forgets it. */
+		rec.nest--;
+		rec.suspended[rec.nest].windows--;
+		if (rec.suspended[rec.nest].windows)
+			rec.nest++;
+		else
+			rec.suspended[rec.nest].frame = 0;
+		set_record(&rec, control.open_windows);
+		unlock();
+		return;
+	}
+	if (delta < 0 && !rec.windows) {
+		unlock();
+		rw_die(call, NULL, "no open window on this thread");
+	}
+	rec.windows += (uint32_t)delta;
+	open = control.open_windows + (unsigned long)(long)delta;
+	if (!control.open_windows && open)
+		flip_all(true);
+	set_record(&rec, open);
+	if (!open)
+		flip_all(false);
+	unlock();
 }
 
 static void mprotect_begin(void)
 {
-	signals_block();
-	pthread_mutex_lock(&flip_lock);
-	if (!control->open_windows)
-		flip_all(true);
-	set_open_windows(control->open_windows + 1);
-	pthread_mutex_unlock(&flip_lock);
+	windows_add("rare_write_begin", 1);
 }
 
 static void mprotect_end(void)
 {
-	pthread_mutex_lock(&flip_lock);
-	set_open_windows(control->open_windows - 1);
-	if (!control->open_windows)
-		flip_all(false);
-	pthread_mutex_unlock(&flip_lock);
-	signals_restore();
+	windows_add("rare_write_end", -1);
 }
 
 /* A map is a window: the view is the protected address itself. */
@@ -237,9 +347,94 @@ static void mprotect_unmap(struct rw_region *r, void *view, void *addr,
 	mprotect_end();
 }
 
+/*
+ * A handler holds none of the windows it interrupted: they are closed on
+ * entry (for every thread, when they were the last open) and reopened on
+ * exit. Who holds what is read from the control page under the thread's
+ * id, never from memory a store can reach. The signal is not inside a
+ * critical section of this thread (signal.c runs it after), so the lock
+ * is free or held by another thread.
+ */
+static void mprotect_signal_enter(void *uc)
+{
+	int32_t tid;
+	struct thread_windows rec;
+	unsigned long open;
+
+	(void)uc;
+	if (!__atomic_load_n(&control.nr_threads, __ATOMIC_RELAXED))
+		return;
+	tid = this_tid();
+	lock();
+	rec = my_record(tid);
+	if (!find_record(tid)) {
+		unlock();
+		return;
+	}
+	if (rec.nest == MAX_SIGNAL_NEST)
+		rw_die("signal", NULL, "handlers nested more than %d deep",
+		       MAX_SIGNAL_NEST);
+	rec.suspended[rec.nest].windows = rec.windows;
+	rec.suspended[rec.nest++].frame = (uintptr_t)uc;
+	open = control.open_windows - rec.windows;
+	rec.windows = 0;
+	set_record(&rec, open);
+	if (!open)
+		flip_all(false);
+	unlock();
+}
+
+static void mprotect_signal_exit(void *uc)
+{
+	int32_t tid;
+	struct thread_windows rec;
+	unsigned long open;
+	uint32_t back = 0;
+	unsigned i;
+
+	if (!__atomic_load_n(&control.nr_threads, __ATOMIC_RELAXED))
+		return;
+	tid = this_tid();
+	lock();
+	rec = my_record(tid);
+	for (i = rec.nest; i > 0; i--)
+		if (rec.suspended[i - 1].frame == (uintptr_t)uc)
+			break;
+	if (!find_record(tid) || !i) {
+		unlock();
+		return;
+	}
+	/* Levels above ours belong to handlers left by a jump: their
+	 * windows stay closed. */
+	back = rec.suspended[i - 1].windows;
+	memset(&rec.suspended[i - 1], 0,
+	       (rec.nest - (i - 1)) * sizeof(rec.suspended[0]));
+	rec.nest = i - 1;
+	rec.windows += back;
+	open = control.open_windows + back;
+	if (!control.open_windows && open)
+		flip_all(true);
+	set_record(&rec, open);
+	unlock();
+}
+
+/* A bad source pointer faulted inside a write, which holds the lock and
+ * has its pages open: close them (every region, unless a window needs
+ * them) and let the lock go; the write never resumes. */
+static void mprotect_cs_fault(void)
+{
+	if (!control.open_windows)
+		flip_all(false);
+	pthread_mutex_unlock(&flip_lock);
+}
+
+/* The forking thread, whose windows the child keeps. */
+static int32_t fork_tid;
+
 static void mprotect_fork_prepare(void)
 {
 	pthread_mutex_lock(&flip_lock);
+	fork_tid = this_tid();
 }
 
 static void mprotect_fork_parent(void)
@@ -247,14 +442,25 @@ static void mprotect_fork_parent(void)
 	pthread_mutex_unlock(&flip_lock);
 }
 
-/* Windows of threads that did not survive the fork are closed. */
+/* Windows of threads that did not survive the fork are closed; the
+ * forking thread keeps its own under its new id. */
 static void mprotect_fork_child(void)
 {
-	if (control->open_windows != thread_windows) {
-		set_open_windows(thread_windows);
-		if (!thread_windows)
-			flip_all(false);
+	struct thread_windows rec = my_record(fork_tid);
+
+	control_open(true);
+	memset(control.thr, 0, sizeof(control.thr));
+	control.nr_threads = 0;
+	control.open_windows = 0;
+	control_open(false);
+	if (rec.windows || rec.nest) {
+		unsigned long open = rec.windows;
+
+		rec.tid = this_tid();
+		set_record(&rec, open);
 	}
+	if (!control.open_windows)
+		flip_all(false);
 	pthread_mutex_init(&flip_lock, NULL);
 }
 
@@ -273,4 +479,7 @@ const struct rw_backend rw_backend_mprotect = {
 	.fork_prepare = mprotect_fork_prepare,
 	.fork_parent = mprotect_fork_parent,
 	.fork_child = mprotect_fork_child,
+	.signal_enter = mprotect_signal_enter,
+	.signal_exit = mprotect_signal_exit,
+	.cs_fault = mprotect_cs_fault,
 };

@@ -91,11 +91,13 @@
  * opens. Signal handlers can read it: it sits under key 0.
  */
 struct pkey_state {
-	uint32_t wd_ours; /* WD_OF(ours); first: the gate's asm reads it */
+	uint32_t wd_ours; /* WD_OF(all); first: the gate's asm reads it */
 	bool active;	  /* setup() succeeded */
 	int section_key;  /* -1: none */
 	int pool_keys[PKEY_POOL_KEYS]; /* -1: none */
-	uint32_t ours;		       /* BITS() of every key above */
+	int state_key;		       /* the thread records' page; -1: none */
+	uint32_t ours;		       /* BITS() of the data keys above */
+	uint32_t all;		       /* ours and the state key's bits */
 	unsigned pkru_offset;	       /* of PKRU in the XSAVE signal frame */
 	bool seal;		       /* mseal(2) works here */
 } __attribute__((aligned(4096)));
@@ -103,17 +105,42 @@ struct pkey_state {
 RW_HIDDEN struct pkey_state rw_pkey_state = {
 	.section_key = -1,
 	.pool_keys = {-1, -1, -1},
+	.state_key = -1,
 };
 
 /*
- * What the calling thread legitimately holds open: the gate re-check
- * compares PKRU with this after every WRPKRU.
+ * What each thread legitimately holds open: its begin/end window and its
+ * maps, per key, and what the handlers running on it suspended. Not in
+ * TLS, where one store would make the next legitimate write leave a key
+ * open (attack 11a): a page of its own under the state key, which every
+ * thread's PKRU write-disables; the library opens it only for the stores
+ * of set_record(). A record is found by gettid(), which no store changes.
+ * A single write keeps no record at all: it closes exactly the keys it
+ * opened, and only when a key is still open afterwards asks the record
+ * whether that is legitimate.
  */
-static __thread __attribute__((tls_model("initial-exec"))) struct {
-	bool window;		      /* rare_write_begin() */
-	uint32_t writing;	      /* keys of a write() in progress */
-	unsigned char maps[NR_PKEYS]; /* open rare_write_map()s per key */
-} thread_keys;
+#define MAX_THREADS 256
+#define MAX_NEST 6
+
+struct key_holds {
+	uint16_t window;	 /* rare_write_begin() */
+	uint16_t maps[NR_PKEYS]; /* open rare_write_map()s per key */
+};
+
+struct thread_rec {
+	int32_t tid; /* 0: free */
+	uint32_t nest;
+	struct key_holds cur;
+	struct {
+		struct key_holds holds;
+		uintptr_t frame; /* of the handler that suspended them */
+	} saved[MAX_NEST];
+};
+
+static struct pkey_threads {
+	uint64_t nr; /* records in use */
+	struct thread_rec thr[MAX_THREADS];
+} __attribute__((aligned(4096))) threads;
 
 static inline __attribute__((always_inline)) uint32_t rdpkru(void)
 {
@@ -160,76 +187,152 @@ static inline __attribute__((always_inline)) uint32_t ours(void)
 	return *(volatile uint32_t *)&rw_pkey_state.ours;
 }
 
-/* The key bits the calling thread may hold write-enabled right now. */
-static inline __attribute__((always_inline)) uint32_t thread_open_mask(void)
+static inline __attribute__((always_inline)) uint32_t all(void)
 {
-	uint32_t m = thread_keys.writing;
-
-	if (thread_keys.window)
-		return ours();
-	for (int k = 1; k < NR_PKEYS; k++)
-		if (thread_keys.maps[k])
-			m |= BITS(k);
-	return m & ours();
+	return *(volatile uint32_t *)&rw_pkey_state.all;
 }
 
-/* Does @pkru write-disable every key of ours except those in @open? */
+/* Does @pkru deny writes to every key of ours (and the state key) except
+ * those in @open? */
 static inline __attribute__((always_inline)) bool closed_except(uint32_t pkru,
 								uint32_t open)
 {
 	/* A key is shut when its access- or write-disable bit is set. */
-	uint32_t shut = ours() & ~open & 0x55555555u;
+	uint32_t shut = all() & ~open & 0x55555555u;
 	uint32_t denied = (pkru | (pkru >> 1)) & 0x55555555u;
 
 	return (denied & shut) == shut;
 }
 
-/*
- * Close every key the thread does not legitimately hold open: write
- * disabled, reads allowed. ERIM's loop: if the value that reached PKRU is
- * not closed (a jump straight to the WRPKRU with another EAX), go round
- * again with a value recomputed from memory.
- */
-static inline __attribute__((always_inline)) void gate_close(void)
+static int32_t this_tid(void)
 {
-	uint32_t v;
+	return (int32_t)syscall(SYS_gettid);
+}
+
+static const struct thread_rec *find_record(int32_t tid)
+{
+	if (!__atomic_load_n(&threads.nr, __ATOMIC_RELAXED))
+		return NULL;
+	for (unsigned i = 0; i < MAX_THREADS; i++)
+		if (threads.thr[i].tid == tid)
+			return &threads.thr[i];
+	return NULL;
+}
+
+static uint32_t holds_mask(const struct key_holds *h)
+{
+	uint32_t m = 0;
+
+	if (h->window)
+		return ours();
+	for (int k = 1; k < NR_PKEYS; k++)
+		if (h->maps[k])
+			m |= BITS(k);
+	return m & ours();
+}
+
+/* The keys the calling thread may hold write-enabled right now, from its
+ * record (a system call: only where a key is open). */
+static uint32_t legit_mask(void)
+{
+	const struct thread_rec *r;
+
+	if (!__atomic_load_n(&threads.nr, __ATOMIC_RELAXED))
+		return 0;
+	r = find_record(this_tid());
+	return r ? holds_mask(&r->cur) : 0;
+}
+
+/*
+ * Make PKRU say exactly what the thread's record says: its keys open,
+ * every other key of ours and the state key write-disabled, reads allowed.
+ * ERIM's loop: the check after each WRPKRU recomputes the record from the
+ * thread id, not from registers a jump could have chosen.
+ */
+static __attribute__((noinline)) void gate_settle(void)
+{
+	uint32_t legit;
 
 	do {
-		uint32_t shut = ours() & ~thread_open_mask();
-
-		v = (rdpkru() & ~shut) | WD_OF(shut);
-		wrpkru(v);
-	} while (!closed_except(rdpkru(), thread_open_mask()));
+		legit = legit_mask();
+		wrpkru((rdpkru() & ~all()) | WD_OF(all() & ~legit));
+	} while (!closed_except(rdpkru(), legit_mask()) ||
+		 (rdpkru() & legit_mask()));
 }
 
 static __attribute__((noreturn, noinline, cold)) void
 gate_violation(const char *call, uint32_t pkru)
 {
-	thread_keys.window = false;
-	thread_keys.writing = 0;
-	memset(thread_keys.maps, 0, sizeof(thread_keys.maps));
-	gate_close();
+	do
+		wrpkru((rdpkru() & ~all()) | WD_OF(all()));
+	while (!closed_except(rdpkru(), 0));
 	rw_die(call, NULL,
 	       "PKRU %#x is not what the write gate computed; keys closed",
 	       pkru);
 }
 
-/*
- * Open @mask (key bit pairs of ours) on the calling thread. The caller has
- * recorded the intent in thread_keys first; after the WRPKRU the result is
- * checked against that record and the read-only key state, not against
- * registers an attacker could have chosen.
- */
-static inline __attribute__((always_inline)) void gate_open(const char *call,
-							    uint32_t mask)
-{
-	uint32_t pre = rdpkru(), got;
+/* Serialises slot allocation (each thread writes only its own slot).
+ * A store to it can only deadlock the writers, never open a key. */
+static pthread_mutex_t records_lock = PTHREAD_MUTEX_INITIALIZER;
 
-	wrpkru(pre & ~(mask & ours()));
-	got = rdpkru();
-	if (!closed_except(got, thread_open_mask()) ||
-	    (got & mask & ours()) != 0 || (got & ~ours()) != (pre & ~ours()))
-		gate_violation(call, got);
+static void state_shut(uint32_t state)
+{
+	do
+		wrpkru(rdpkru() | WD_OF(state));
+	while (!closed_except(rdpkru(), all() & ~state));
+}
+
+/*
+ * Replace the calling thread's record by @rec (freed when it holds and
+ * suspended nothing). Only here is the state key write-enabled, for these
+ * stores; a signal in between runs after (a critical section), so a
+ * handler never finds the lock taken by its own thread.
+ */
+static void set_record(const struct thread_rec *rec)
+{
+	bool empty = !rec->cur.window && !holds_mask(&rec->cur) && !rec->nest;
+	uint32_t state = all() & ~ours();
+	struct thread_rec *slot;
+
+	if (empty && !find_record(rec->tid))
+		return;
+	rw_cs_enter();
+	pthread_mutex_lock(&records_lock);
+	slot = (struct thread_rec *)find_record(rec->tid);
+	for (unsigned i = 0; !slot && !empty && i < MAX_THREADS; i++)
+		if (!threads.thr[i].tid)
+			slot = &threads.thr[i];
+	if (!slot && !empty) {
+		pthread_mutex_unlock(&records_lock);
+		rw_die("rare_write_begin", NULL,
+		       "more than %d threads hold windows or maps at once",
+		       MAX_THREADS);
+	}
+	if (slot) {
+		wrpkru(rdpkru() & ~state);
+		if (empty) {
+			memset(slot, 0, sizeof(*slot));
+			threads.nr--;
+		} else {
+			if (!slot->tid)
+				threads.nr++;
+			*slot = *rec;
+		}
+		state_shut(state);
+	}
+	pthread_mutex_unlock(&records_lock);
+	rw_cs_leave();
+}
+
+/* The calling thread's record as a value (empty if it has none). */
+static struct thread_rec my_record(int32_t tid)
+{
+	const struct thread_rec *r = find_record(tid);
+	struct thread_rec rec = {.tid = tid};
+
+	if (r)
+		rec = *r;
+	return rec;
 }
 
 static bool cpu_has_pku(void)
@@ -256,6 +359,10 @@ static int key_alloc(void)
 __attribute__((constructor)) static void pkey_early(void)
 {
 	if (!cpu_has_pku())
+		return;
+	if (rw_pkey_state.state_key < 0)
+		rw_pkey_state.state_key = key_alloc();
+	if (rw_pkey_state.state_key < 0)
 		return;
 	rw_pkey_state.section_key = key_alloc();
 	if (rw_pkey_state.section_key < 0)
@@ -299,9 +406,16 @@ static uint32_t *frame_pkru(ucontext_t *uc)
 	return (uint32_t *)(fx + rw_pkey_state.pkru_offset);
 }
 
+/* One of the data keys. */
 static bool key_is_ours(int k)
 {
 	return k > 0 && k < NR_PKEYS && (rw_pkey_state.ours & BITS(k));
+}
+
+/* A data key or the state key. */
+static bool key_is_any(int k)
+{
+	return k > 0 && k < NR_PKEYS && (rw_pkey_state.all & BITS(k));
 }
 
 /* A read of our data by a thread or handler whose PKRU denies it. */
@@ -311,7 +425,7 @@ static bool pkey_fault(void *siginfo, void *ctx)
 	uint32_t *pkru;
 	int k;
 
-	if (si->si_code != SEGV_PKUERR || !key_is_ours((int)si->si_pkey))
+	if (si->si_code != SEGV_PKUERR || !key_is_any((int)si->si_pkey))
 		return false;
 	pkru = frame_pkru(ctx);
 	k = (int)si->si_pkey;
@@ -326,15 +440,66 @@ static bool pkey_fault(void *siginfo, void *ctx)
 
 /*
  * Every handler of the program starts here (signal.c): it may read
- * protected data, never write it (the same hardened loop as the gate).
+ * protected data, never write it (the same hardened loop as the gate), and
+ * it holds none of the windows and maps of the code it interrupted: they
+ * are suspended in the thread's record, under the handler's frame.
  */
-static void pkey_signal_enter(void)
+static void pkey_signal_enter(void *uc)
 {
+	struct thread_rec rec;
+
 	if (!rw_pkey_state.active)
 		return;
 	do
-		wrpkru((rdpkru() & ~ours()) | WD_OF(ours()));
+		wrpkru((rdpkru() & ~all()) | WD_OF(all()));
 	while (!closed_except(rdpkru(), 0));
+	if (!__atomic_load_n(&threads.nr, __ATOMIC_RELAXED))
+		return;
+	rec = my_record(this_tid());
+	if (!find_record(rec.tid))
+		return;
+	if (rec.nest == MAX_NEST)
+		rw_die("signal", NULL, "handlers nested more than %d deep",
+		       MAX_NEST);
+	rec.saved[rec.nest].holds = rec.cur;
+	rec.saved[rec.nest++].frame = (uintptr_t)uc;
+	memset(&rec.cur, 0, sizeof(rec.cur));
+	set_record(&rec);
+}
+
+/*
+ * The handler returns: the suspended windows and maps come back, and the
+ * frame's saved PKRU, which any thread could have rewritten while the
+ * handler ran (attack 11b), is made what the record says the interrupted
+ * code held. Between this store and sigreturn's XRSTOR the frame is still
+ * writable memory: that residual race is open (see the README).
+ */
+static void pkey_signal_exit(void *uc)
+{
+	uint32_t *pkru, legit = 0;
+	struct thread_rec rec;
+	unsigned i;
+
+	if (!rw_pkey_state.active)
+		return;
+	if (__atomic_load_n(&threads.nr, __ATOMIC_RELAXED)) {
+		rec = my_record(this_tid());
+		for (i = rec.nest; i > 0; i--)
+			if (rec.saved[i - 1].frame == (uintptr_t)uc)
+				break;
+		if (i) {
+			/* Levels above ours: handlers left by a jump. */
+			rec.cur = rec.saved[i - 1].holds;
+			memset(&rec.saved[i - 1], 0,
+			       (rec.nest - (i - 1)) * sizeof(rec.saved[0]));
+			rec.nest = i - 1;
+			set_record(&rec);
+		}
+		legit = legit_mask();
+	}
+	pkru = frame_pkru(uc);
+	if (pkru)
+		*pkru = (*pkru & ~all()) | WD_OF(all() & ~legit);
 }
 
 static int pkey_setup(void)
@@ -347,11 +512,18 @@ static int pkey_setup(void)
 		pkey_early(); /* the constructor found no key: try once more */
 	if (rw_pkey_state.section_key < 0)
 		return -ENOTSUP;
+	if (rw_pkey_state.state_key < 0)
+		return -ENOTSUP;
 	rw_pkey_state.ours = BITS(rw_pkey_state.section_key);
 	for (int i = 0; i < PKEY_POOL_KEYS; i++)
 		if (rw_pkey_state.pool_keys[i] > 0)
 			rw_pkey_state.ours |= BITS(rw_pkey_state.pool_keys[i]);
-	rw_pkey_state.wd_ours = WD_OF(rw_pkey_state.ours);
+	rw_pkey_state.all = rw_pkey_state.ours | BITS(rw_pkey_state.state_key);
+	rw_pkey_state.wd_ours = WD_OF(rw_pkey_state.all);
+	/* The thread records: written only with the state key open. */
+	if (pkey_mprotect(&threads, sizeof(threads), PROT_READ | PROT_WRITE,
+			  rw_pkey_state.state_key))
+		return -errno;
 	__cpuid_count(0xd, XFEATURE_PKRU, a, b, c, d);
 	rw_pkey_state.pkru_offset = a >= 4 ? b : 0;
 	(void)c;
@@ -367,7 +539,7 @@ static int pkey_setup(void)
 	}
 	if (rw_pkey_state.seal)
 		seal(&rw_pkey_state, sizeof(rw_pkey_state));
-	gate_close();
+	gate_settle();
 	return 0;
 }
 
@@ -445,40 +617,118 @@ static uint32_t key_bits(const struct rw_region *r)
 	return BITS(k);
 }
 
+/* The keys (of ours) that @pkru leaves write-enabled. */
+static inline __attribute__((always_inline)) uint32_t open_in(uint32_t pkru)
+{
+	uint32_t denied = (pkru | (pkru >> 1)) & 0x55555555u;
+
+	return ours() & ~(denied * 3);
+}
+
+/*
+ * A single write opens the keys of its segments that were shut, stores,
+ * and shuts exactly those again: it keeps no state outside registers, so
+ * no store can make it leave a key open, and a siglongjmp out of a fault
+ * in its source leaves the handler's closed PKRU (attack 11a). Only if a
+ * key of ours is still open afterwards (a map of this thread, or a forged
+ * spill) does the record decide. A signal in between runs after it.
+ */
 static void pkey_write(const struct rw_seg *segs, unsigned n)
 {
-	uint32_t mask = 0, saved = thread_keys.writing;
+	uint32_t mask = 0, pre, opened, want;
 
 	for (unsigned i = 0; i < n; i++)
 		mask |= key_bits(segs[i].region);
-	thread_keys.writing = saved | mask;
-	gate_open("rare_write_memcpy", mask);
+	rw_cs_enter();
+	pre = rdpkru();
+	opened = mask & ~open_in(pre);
+	want = pre & ~mask;
+	wrpkru(want);
+	if (rdpkru() != want)
+		gate_violation("rare_write_memcpy", rdpkru());
 	for (unsigned i = 0; i < n; i++)
 		rw_seg_store(&segs[i], segs[i].dst);
-	thread_keys.writing = saved;
-	gate_close();
+	wrpkru(rdpkru() | WD_OF(opened));
+	if (!closed_except(rdpkru(), 0))
+		gate_settle();
+	rw_cs_leave();
+}
+
+/* Change the calling thread's record with @fn, then make PKRU match it. */
+static void update_holds(void (*fn)(struct thread_rec *, uintptr_t),
+			 uintptr_t arg)
+{
+	struct thread_rec rec = my_record(this_tid());
+
+	fn(&rec, arg);
+	set_record(&rec);
+	gate_settle();
+}
+
+static void begin_holds(struct thread_rec *rec, uintptr_t unused)
+{
+	(void)unused;
+	rec->cur.window++;
+}
+
+/*
+ * Take one hold away: the current one, or after a siglongjmp out of a
+ * handler, the one that handler suspended (the window stays closed).
+ */
+static void drop_hold(struct thread_rec *rec, int key, const char *call)
+{
+	uint16_t *cur = key ? &rec->cur.maps[key] : &rec->cur.window;
+	unsigned top = rec->nest;
+
+	if (*cur) {
+		(*cur)--;
+		return;
+	}
+	while (top) {
+		struct key_holds *h = &rec->saved[top - 1].holds;
+		uint16_t *old = key ? &h->maps[key] : &h->window;
+
+		if (*old) {
+			(*old)--;
+			return;
+		}
+		top--;
+	}
+	rw_die(call, NULL, "no open %s on this thread", key ? "map" : "window");
+}
+
+static void end_holds(struct thread_rec *rec, uintptr_t unused)
+{
+	(void)unused;
+	drop_hold(rec, 0, "rare_write_end");
 }
 
 static void pkey_begin(void)
 {
-	thread_keys.window = true;
-	gate_open("rare_write_begin", ours());
+	update_holds(begin_holds, 0);
 }
 
 static void pkey_end(void)
 {
-	thread_keys.window = false;
-	gate_close();
+	update_holds(end_holds, 0);
+}
+
+static void map_holds(struct thread_rec *rec, uintptr_t key)
+{
+	rec->cur.maps[key]++;
+}
+
+static void unmap_holds(struct thread_rec *rec, uintptr_t key)
+{
+	drop_hold(rec, (int)key, "rare_write_unmap");
 }
 
 /* A map is a window on the region's key only: the view is the address. */
 static void *pkey_map(struct rw_region *r, void *addr, size_t len)
 {
-	uint32_t bits = key_bits(r);
-
 	(void)len;
-	thread_keys.maps[r->priv]++;
-	gate_open("rare_write_map", bits);
+	key_bits(r);
+	update_holds(map_holds, r->priv);
 	return addr;
 }
 
@@ -488,10 +738,42 @@ static void pkey_unmap(struct rw_region *r, void *view, void *addr, size_t len)
 	(void)addr;
 	(void)len;
 	key_bits(r);
-	if (!thread_keys.maps[r->priv])
-		rw_die("rare_write_unmap", addr, "no open map on this thread");
-	thread_keys.maps[r->priv]--;
-	gate_close();
+	update_holds(unmap_holds, r->priv);
+}
+
+/* fork(): the child keeps the forking thread's record, under its new id. */
+static int32_t fork_tid;
+
+static void pkey_fork_prepare(void)
+{
+	pthread_mutex_lock(&records_lock);
+	fork_tid = this_tid();
+}
+
+static void pkey_fork_parent(void)
+{
+	pthread_mutex_unlock(&records_lock);
+}
+
+static void pkey_fork_child(void)
+{
+	struct thread_rec keep;
+
+	pthread_mutex_init(&records_lock, NULL);
+	if (!rw_pkey_state.active)
+		return;
+	keep = my_record(fork_tid);
+	for (unsigned i = 0; i < MAX_THREADS; i++)
+		if (threads.thr[i].tid) {
+			struct thread_rec gone = threads.thr[i];
+
+			memset(&gone.cur, 0, sizeof(gone.cur));
+			gone.nest = 0;
+			set_record(&gone);
+		}
+	keep.tid = this_tid();
+	set_record(&keep);
+	gate_settle();
 }
 
 /*
@@ -519,25 +801,29 @@ static void *thread_trampoline(void *p)
 	struct thread_start s = *(struct thread_start *)p;
 
 	free(p);
-	memset(&thread_keys, 0, sizeof(thread_keys));
-	gate_close();
+	/* A record left by a dead thread whose id we now carry. */
+	if (find_record(this_tid())) {
+		struct thread_rec none = {.tid = this_tid()};
+
+		set_record(&none);
+	}
+	gate_settle();
 	return s.fn(s.arg);
 }
 
+/* Looked up on every call, never cached: a cached pointer would sit in
+ * writable memory, where a store could make pthread_create() call a
+ * gadget (attack 12b). The weak reference goes through the read-only GOT
+ * (-z relro -z now); dlsym() costs far less than creating a thread. */
 static create_fn *real_create(void)
 {
-	static create_fn *real;
-	create_fn *f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+	create_fn *f = __pthread_create_2_1;
 
-	if (!f) {
-		f = __pthread_create_2_1;
-		if (!f)
-			f = (create_fn *)dlsym(RTLD_NEXT, "pthread_create");
-		if (!f)
-			rw_die("pthread_create", NULL,
-			       "cannot find the C library's pthread_create");
-		__atomic_store_n(&real, f, __ATOMIC_RELEASE);
-	}
+	if (!f)
+		f = (create_fn *)dlsym(RTLD_NEXT, "pthread_create");
+	if (!f)
+		rw_die("pthread_create", NULL,
+		       "cannot find the C library's pthread_create");
 	return f;
 }
 
@@ -572,6 +858,10 @@ const struct rw_backend rw_backend_pkey = {
 	.end = pkey_end,
 	.map = pkey_map,
 	.unmap = pkey_unmap,
+	.fork_prepare = pkey_fork_prepare,
+	.fork_parent = pkey_fork_parent,
+	.fork_child = pkey_fork_child,
 	.fault = pkey_fault,
 	.signal_enter = pkey_signal_enter,
+	.signal_exit = pkey_signal_exit,
 };
