@@ -28,6 +28,7 @@
 #define RW_MAX_BACKENDS 5
 #define RW_MAX_MAPS 1024
 #define RW_MAX_NESTED 256
+#define RW_BACKEND_WORDS 8
 
 /* A map open for rare_write_unmap(): token 0 marks a free slot. @backend:
  * the view came from the region's backend (its unmap releases it), not the
@@ -65,6 +66,14 @@ static struct rw_table {
 	int32_t fork_tid; /* the forking thread, whose nested windows the child
 			     keeps */
 	int fork_pipe[2]; /* the fork handshake (fork_parent) */
+	/* The process that owns this table (getpid() at the first seal, the
+	 * child's in fork_child): a child made by a raw fork(), which ran no
+	 * fork handler, still shares it and must not write it (attack 14c). */
+	int64_t owner_pid;
+	/* Words a backend keeps out of reach of stores (rw_backend_word()),
+	 * indexed like backends[]; written with registry_lock held or in the
+	 * fork child. */
+	uint64_t backend_words[RW_MAX_BACKENDS][RW_BACKEND_WORDS];
 	struct rw_region regions[RW_MAX_REGIONS];
 	/* maps_lock */
 	uint64_t nr_maps; /* high-water mark of maps[] */
@@ -121,14 +130,32 @@ bool rw_initialised(void)
  * table is mapped writable. */
 static bool table_open_in_child;
 
+/*
+ * A child made by a raw fork() (no fork handler ran) shares the parent's
+ * table memfd and memfd-backed views: a record it committed would redirect
+ * the parent's later writes (attack 14c), a write through the API would land
+ * in the parent's data. getpid() is the kernel's word; the owner's pid is in
+ * the table.
+ */
+static void owner_check(const char *call, const void *addr)
+{
+	if ((int64_t)getpid() != table.owner_pid)
+		rw_die(call, addr,
+		       "called in a child made by a raw fork() (no fork "
+		       "handlers ran): it shares the parent's protected "
+		       "memory and must not write it");
+}
+
 /* Store into the table: plainly before it is sealed (init, or the fork
  * child's private copy), else through its memfd. */
 static void table_store(void *dst, const void *src, size_t len)
 {
-	if (table.vault_fd < 0 || table_open_in_child)
+	if (table.vault_fd < 0 || table_open_in_child) {
 		memcpy(dst, src, len);
-	else
-		rw_vault_store(table.vault_fd, &table, dst, src, len);
+		return;
+	}
+	owner_check("rare_write", dst);
+	rw_vault_store(table.vault_fd, &table, dst, src, len);
 }
 
 #define TABLE_SET(field, val)                                                  \
@@ -136,6 +163,34 @@ static void table_store(void *dst, const void *src, size_t len)
 		__typeof__(field) v_ = (val);                                  \
 		table_store(&(field), &v_, sizeof(v_));                        \
 	} while (0)
+
+/* Index of @b in backends[], or -1 when it is none of the library's. */
+static int backend_index(const struct rw_backend *b)
+{
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+		if (backends[i].backend == b)
+			return (int)i;
+	return -1;
+}
+
+static uint64_t *backend_word_at(const struct rw_backend *b, unsigned i)
+{
+	int k = backend_index(b);
+
+	if (k < 0 || i >= RW_BACKEND_WORDS)
+		rw_die("rare_write", b, "no such backend word %u", i);
+	return &table.backend_words[k][i];
+}
+
+uint64_t rw_backend_word(const struct rw_backend *b, unsigned i)
+{
+	return __atomic_load_n(backend_word_at(b, i), __ATOMIC_ACQUIRE);
+}
+
+void rw_backend_word_set(const struct rw_backend *b, unsigned i, uint64_t v)
+{
+	TABLE_SET(*backend_word_at(b, i), v);
+}
 
 struct rw_region *rw_region_next(struct rw_region *prev)
 {
@@ -214,6 +269,9 @@ void rw_write(const struct rw_seg *segs, unsigned n)
 		write_plain(segs, n);
 		return;
 	}
+	/* Memory a raw fork() child would share with its parent. */
+	if (b->dontfork_views)
+		owner_check("rare_write", segs[0].dst);
 	b->write(segs, n);
 }
 
@@ -468,6 +526,8 @@ struct rare_write_mapping rare_write_map(void *addr, size_t len)
 	 * between the two must not make unmap release a view the backend
 	 * never handed out (init refuses while a map is open). */
 	protected_ = __atomic_load_n(&r->protected_, __ATOMIC_ACQUIRE);
+	if (protected_ && r->backend->dontfork_views)
+		owner_check("rare_write_map", addr);
 	m.addr = protected_ ? r->backend->map(r, addr, len) : addr;
 	maps_insert(&m, protected_);
 	return m;
@@ -795,6 +855,7 @@ static void fork_child(void)
 		table_open_in_child = true;
 		table.vault_fd = fd;
 	}
+	table.owner_pid = getpid();
 	reserve_views();
 	FOR_EACH_FORK_HOOK(fork_child);
 	/* Only the forking thread lives on, under a new id. */
@@ -975,6 +1036,7 @@ static int table_seal(const char *call)
 	if (table.vault_fd >= 0)
 		return 0;
 	pthread_mutex_lock(&maps_lock); /* no plain store races the copy */
+	table.owner_pid = getpid();
 	err = rw_vault_create(&table, sizeof(table), &table.vault_fd);
 	pthread_mutex_unlock(&maps_lock);
 	if (err)

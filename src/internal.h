@@ -133,6 +133,16 @@ RW_HIDDEN struct rw_region *rw_region_next(struct rw_region *prev);
 #define rw_for_each_region(r)                                                  \
 	for ((r) = rw_region_next(NULL); (r); (r) = rw_region_next(r))
 
+/*
+ * Words of backend @b kept in the core's table, where no store reaches
+ * them (a descriptor, a pid, a size that decides where a write or a
+ * descriptor goes). Set with the registry lock held (setup, create) or in
+ * the fork child's hook; read with plain loads. @i < 8.
+ */
+RW_HIDDEN uint64_t rw_backend_word(const struct rw_backend *b, unsigned i);
+RW_HIDDEN void rw_backend_word_set(const struct rw_backend *b, unsigned i,
+				   uint64_t v);
+
 /* vault.c: memory no store can reach, written with pwrite() into the memfd
  * mapped read-only over it (the core's table). */
 /* Put [base, base + len) in a new memfd mapped over it; the descriptor goes
