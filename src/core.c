@@ -231,6 +231,34 @@ struct rw_region *rw_region_of(const char *call, const void *addr, size_t len)
 	return r;
 }
 
+/*
+ * The region of segment @s, re-derived right before it is applied. A
+ * segment lives in the caller's stack frame, which another thread's store
+ * can rewrite after rw_region_of() validated it: its region must still be
+ * a live slot of the table (never a fake one in plain memory, whose
+ * backend would pick the code that runs, attack 14d), on one of the
+ * library's backends, and hold dst and len. Within those bounds a racing
+ * store can still move dst to other bytes of the same region, as any
+ * argument of rare_write() (README, "What is open").
+ */
+const struct rw_region *rw_seg_region(const struct rw_seg *s)
+{
+	const struct rw_region *r =
+		__atomic_load_n(&s->region, __ATOMIC_RELAXED);
+	uintptr_t dst = (uintptr_t)__atomic_load_n(&s->dst, __ATOMIC_RELAXED);
+	size_t len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+	uintptr_t at = (uintptr_t)r - (uintptr_t)table.regions;
+
+	if (at >= sizeof(table.regions) || at % sizeof(*r) ||
+	    __atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) == RW_REGION_FREE ||
+	    backend_index(r->backend) < 0 || dst < r->start || len > r->len ||
+	    dst - r->start > r->len - len)
+		rw_die("rare_write", (void *)dst,
+		       "a validated write changed before it was applied "
+		       "(a store into the caller's stack?)");
+	return r;
+}
+
 /* Before init, protected data is ordinary memory: store it directly. */
 static void write_plain(const struct rw_seg *segs, unsigned n)
 {
@@ -248,16 +276,19 @@ void rw_write(const struct rw_seg *segs, unsigned n)
 	if (!rw_initialised()) {
 		/* Before init only a section that its library sealed itself
 		 * (rare_write_seal_self()) is protected. */
-		for (i = 0; i < n; i++)
-			if (segs[i].region->protected_)
-				segs[i].region->backend->write(&segs[i], 1);
+		for (i = 0; i < n; i++) {
+			const struct rw_region *r = rw_seg_region(&segs[i]);
+
+			if (r->protected_)
+				r->backend->write(&segs[i], 1);
 			else
 				write_plain(&segs[i], 1);
+		}
 		return;
 	}
-	b = segs[0].region->backend;
+	b = rw_seg_region(&segs[0])->backend;
 	for (i = 1; i < n; i++)
-		if (segs[i].region->backend != b)
+		if (rw_seg_region(&segs[i])->backend != b)
 			break;
 	if (i < n) { /* segments on pools of different levels */
 		for (i = 0; i < n; i++)

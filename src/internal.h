@@ -212,6 +212,9 @@ RW_HIDDEN void rw_region_destroy(struct rw_region *r);
 RW_HIDDEN struct rw_region *rw_region_of(const char *call, const void *addr,
 					 size_t len);
 RW_HIDDEN struct rw_region *rw_region_lookup(const void *addr);
+/* The table's region of @s, checked again to hold it (or abort): what a
+ * backend uses rather than s->region, which sits in writable memory. */
+RW_HIDDEN const struct rw_region *rw_seg_region(const struct rw_seg *s);
 /* Write validated segments as one operation (one window where possible). */
 RW_HIDDEN void rw_write(const struct rw_seg *segs, unsigned n);
 RW_HIDDEN bool rw_initialised(void);

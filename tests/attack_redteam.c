@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "attack.h"
+#include "../src/internal.h"
 
 static uint64_t rvictim[2] __wr_rare __attribute__((aligned(16)));
 static unsigned char rbig[3 << 16] __wr_rare __attribute__((aligned(4096)));
@@ -302,4 +303,97 @@ ATTACK("14c", raw_fork_api,
 	rare_write(*o1, ATTACK_MARKER);
 	attack_verdict(attack_load64(o1) != ATTACK_MARKER,
 		       "the parent's write redirected");
+}
+
+/* 14d ------------------------------------------------------------------ */
+
+static struct {
+	char *volatile stack;
+	volatile int stop;
+	volatile int hijacked;
+	volatile unsigned stores;
+	struct rw_backend fake;
+	struct rw_region region;
+} race14d;
+
+static void hijack(const struct rw_seg *segs, unsigned n)
+{
+	(void)segs;
+	(void)n;
+	race14d.hijacked = 1;
+}
+
+static void *legit_writer(void *p)
+{
+	char here;
+
+	(void)p;
+	race14d.stack = &here;
+	while (!race14d.stop) {
+		uint64_t v = 0x4242;
+
+		rare_write_memcpy(&rvictim[0], &v, sizeof(v));
+	}
+	return NULL;
+}
+
+/* Rewrite the region of every segment of rvictim[0] found on the writer's
+ * stack to a fake region: the real record with the attacker's backend. */
+static void *region_racer(void *p)
+{
+	uintptr_t want = (uintptr_t)&rvictim[0], t = (uintptr_t)p;
+	uint64_t *lo, *hi;
+
+	while (!race14d.stack && !race14d.stop)
+		;
+	lo = (uint64_t *)(((uintptr_t)race14d.stack - 16384) & ~(uintptr_t)7);
+	hi = (uint64_t *)((uintptr_t)race14d.stack & ~(uintptr_t)7);
+	while (!race14d.stop && !race14d.hijacked)
+		for (volatile uint64_t *w = lo + 1; w + 3 < hi; w++)
+			if (w[0] == want && w[2] == 8 && w[-1] >= t &&
+			    w[-1] < t + (64u << 10)) {
+				w[-1] = (uint64_t)(uintptr_t)&race14d.region;
+				race14d.stores++;
+			}
+	return NULL;
+}
+
+ATTACK("14d", segment_region_race,
+       "another thread rewrites the region of a validated segment on the "
+       "writer's stack to a fake region whose backend is the attacker's")
+{
+	uintptr_t page = (uintptr_t)&rvictim[0] & ~(uintptr_t)4095;
+	char *table = attack_lib_sym("table");
+	pthread_t w, a;
+
+	if (!table)
+		attack_report(ATTACK_ERROR, "no symbol 'table' in the library");
+	for (size_t off = 0; off < (64u << 10); off += 8) {
+		const struct rw_region *r = (const void *)(table + off);
+
+		if (r->kind == RW_REGION_SECTION && r->start <= page &&
+		    page - r->start < r->len && r->backend) {
+			race14d.region = *r;
+			break;
+		}
+	}
+	if (!race14d.region.start)
+		attack_report(ATTACK_ERROR, "no region record of the section");
+	race14d.fake = *race14d.region.backend;
+	race14d.fake.write = hijack;
+	race14d.region.backend = &race14d.fake;
+	attack_begin();
+	pthread_create(&w, NULL, legit_writer, NULL);
+	pthread_create(&a, NULL, region_racer, table);
+	for (int i = 0; i < 40 && !race14d.hijacked; i++)
+		usleep(50000);
+	race14d.stop = 1;
+	pthread_join(w, NULL);
+	pthread_join(a, NULL);
+	if (race14d.hijacked)
+		attack_report(ATTACK_OPEN, "the fake backend's write ran");
+	if (!race14d.stores)
+		attack_report(ATTACK_ERROR, "never found a segment to rewrite");
+	attack_report(ATTACK_BLOCKED, "%u rewrites, no fake call",
+		      race14d.stores);
 }

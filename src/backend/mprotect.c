@@ -240,7 +240,7 @@ static void mprotect_destroy(struct rw_region *r)
 /* The whole pieces that hold the segment. */
 static void page_span(const struct rw_seg *s, uintptr_t *start, size_t *len)
 {
-	const struct rw_region *r = s->region;
+	const struct rw_region *r = rw_seg_region(s);
 	size_t piece = r->priv ? r->priv : rw_page_size;
 	uintptr_t first = ((uintptr_t)s->dst - r->start) / piece * piece;
 	uintptr_t last = ((uintptr_t)s->dst - r->start + s->len + piece - 1) /
