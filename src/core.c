@@ -1060,12 +1060,49 @@ static int register_atfork(const char *call)
  * First, so that a process out of descriptors fails here, before anything
  * is protected. registry_lock held.
  */
+/*
+ * Before the first seal the table is plain memory: a store could have put
+ * a backend of the attacker's in it (whose functions would run from then
+ * on, attack 14e) or a region no code of ours made. Nothing is protected
+ * yet, so every record must be plain: unprotected, without descriptor,
+ * whole pages, on one of the library's backends if any.
+ */
+static void table_check(const char *call)
+{
+	bool bad = table.nr_regions > RW_MAX_REGIONS ||
+		   table.nr_maps > RW_MAX_MAPS ||
+		   table.nr_nested > RW_MAX_NESTED || table.initialised ||
+		   (table.backend && backend_index(table.backend) < 0);
+
+	for (unsigned i = 0; i < RW_MAX_BACKENDS; i++)
+		bad |= table.used[i] && backend_index(table.used[i]) < 0;
+	for (unsigned i = 0; !bad && i < table.nr_regions; i++) {
+		const struct rw_region *r = &table.regions[i];
+
+		if (r->kind == RW_REGION_FREE)
+			continue;
+		bad = (r->kind != RW_REGION_SECTION &&
+		       r->kind != RW_REGION_POOL) ||
+		      r->protected_ || r->fd != -1 || r->priv ||
+		      r->start % rw_page_size || r->len % rw_page_size ||
+		      !r->len || r->start + r->len < r->start ||
+		      r->user_start < r->start ||
+		      r->user_start > r->start + r->len ||
+		      (r->backend && backend_index(r->backend) < 0);
+	}
+	if (bad)
+		rw_die(call, &table,
+		       "the region table was changed by a store before it "
+		       "was sealed");
+}
+
 static int table_seal(const char *call)
 {
 	int err;
 
 	if (table.vault_fd >= 0)
 		return 0;
+	table_check(call);
 	pthread_mutex_lock(&maps_lock); /* no plain store races the copy */
 	table.owner_pid = getpid();
 	err = rw_vault_create(&table, sizeof(table), &table.vault_fd);
