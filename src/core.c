@@ -801,6 +801,11 @@ void rare_write_register_section_(void *start, void *stop)
 			table.used[i]->hook();                                 \
 	}
 
+int32_t rw_fork_tid(void)
+{
+	return table.fork_tid;
+}
+
 /*
  * The parent holds its writers off (each backend's prepare hook) until the
  * child has taken its private copies: the child ends the wait by closing

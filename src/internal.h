@@ -283,6 +283,9 @@ RW_HIDDEN void rw_backends_signal_enter(void *ucontext);
 RW_HIDDEN void rw_backends_signal_exit(void *ucontext);
 RW_HIDDEN void rw_backends_cs_fault(void);
 RW_HIDDEN bool rw_backends_wrap_signals(void);
+/* core.c, for fork_child hooks: the forking thread's id (from the table,
+ * set by the core's prepare handler, which runs after the backends'). */
+RW_HIDDEN int32_t rw_fork_tid(void);
 /* core.c: set the calling thread's begin/end depth (a hint, see core.c)
  * and return the old one; signal.c clears it for the length of a handler,
  * which holds no window of the code it interrupted. */

@@ -397,3 +397,99 @@ ATTACK("14d", segment_region_race,
 	attack_report(ATTACK_BLOCKED, "%u rewrites, no fake call",
 		      race14d.stores);
 }
+
+/* 14f ------------------------------------------------------------------ */
+
+#define MAX_TID_COPIES 16
+
+struct tid_copies {
+	int32_t tid;
+	unsigned n;
+	int32_t *at[MAX_TID_COPIES];
+};
+
+/* Writable ints of the library that hold @tid (the last forker). */
+static void find_tid(const char *name, void *addr, size_t size, bool tls,
+		     bool ours, void *arg)
+{
+	struct tid_copies *c = arg;
+
+	(void)name;
+	if (tls || !ours)
+		return;
+	for (size_t off = 0; off + 4 <= size; off += 4) {
+		int32_t *w = (int32_t *)((char *)addr + off);
+
+		if ((uintptr_t)w % 4 || *w != c->tid || c->n == MAX_TID_COPIES)
+			continue;
+		if (try_store32(w, (uint32_t)c->tid))
+			c->at[c->n++] = w;
+	}
+}
+
+static struct {
+	volatile int32_t holder; /* a thread that holds a window */
+	volatile int stop;
+	struct tid_copies c;
+} fork14f;
+
+static void *window_holder(void *p)
+{
+	(void)p;
+	rare_write_begin();
+	fork14f.holder = (int32_t)syscall(SYS_gettid);
+	while (!fork14f.stop)
+		usleep(1000);
+	rare_write_end();
+	return NULL;
+}
+
+static void *tid_racer(void *p)
+{
+	(void)p;
+	while (!fork14f.stop)
+		for (unsigned i = 0; i < fork14f.c.n; i++)
+			*(volatile int32_t *)fork14f.c.at[i] = fork14f.holder;
+	return NULL;
+}
+
+ATTACK("14f", fork_child_windows,
+       "while the program forks, another thread points the record of the "
+       "forking thread at a thread that holds a window; the child stores")
+{
+	pthread_t h, r;
+	int status, open = 0;
+	pid_t pid;
+
+	if (!(rare_write_caps() & RARE_WRITE_CAP_BEGIN_END))
+		attack_report(ATTACK_NA, "no begin/end windows");
+	pid = fork(); /* a first fork leaves our tid wherever it is kept */
+	if (!pid)
+		_exit(0);
+	waitpid(pid, &status, 0);
+	fork14f.c.tid = (int32_t)syscall(SYS_gettid);
+	attack_lib_each_object(find_tid, &fork14f.c);
+	pthread_create(&h, NULL, window_holder, NULL);
+	while (!fork14f.holder)
+		usleep(1000);
+	attack_begin();
+	pthread_create(&r, NULL, tid_racer, NULL);
+	for (int i = 0; i < 50 && !open; i++) {
+		pid = fork();
+		if (!pid)
+			_exit(attack_try_store64(&rvictim[1], ATTACK_MARKER) &&
+					      attack_load64(&rvictim[1]) ==
+						      ATTACK_MARKER
+				      ? 42
+				      : 0);
+		waitpid(pid, &status, 0);
+		open = WIFEXITED(status) && WEXITSTATUS(status) == 42;
+	}
+	fork14f.stop = 1;
+	pthread_join(r, NULL);
+	pthread_join(h, NULL);
+	attack_report(open ? ATTACK_OPEN : ATTACK_BLOCKED,
+		      "%u writable copies of the forker's id; %s", fork14f.c.n,
+		      open ? "a child wrote protected data"
+			   : "no child could write");
+}
