@@ -251,8 +251,8 @@ const struct rw_region *rw_seg_region(const struct rw_seg *s)
 
 	if (at >= sizeof(table.regions) || at % sizeof(*r) ||
 	    __atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) == RW_REGION_FREE ||
-	    backend_index(r->backend) < 0 || dst < r->start || len > r->len ||
-	    dst - r->start > r->len - len)
+	    (r->backend ? backend_index(r->backend) < 0 : r->protected_) ||
+	    dst < r->start || len > r->len || dst - r->start > r->len - len)
 		rw_die("rare_write", (void *)dst,
 		       "a validated write changed before it was applied "
 		       "(a store into the caller's stack?)");
