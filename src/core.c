@@ -1262,6 +1262,8 @@ int rare_write_seal_section_(void *start, void *stop)
 		rw_die("rare_write_seal_self", start,
 		       "called while a thread has a window open");
 	err = table_seal("rare_write_seal_self");
+	if (!err)
+		err = rw_signal_seal("rare_write_seal_self");
 	if (err || table.backend)
 		goto adopt;
 	err = rw_env_need(&need);
@@ -1314,6 +1316,8 @@ int rare_write_init_caps(unsigned need_caps)
 		rw_die("rare_write_init", NULL,
 		       "called while another thread has a window open");
 	err = table_seal("rare_write_init");
+	if (!err)
+		err = rw_signal_seal("rare_write_init");
 	if (err)
 		goto out;
 	if (table.backend) {

@@ -277,6 +277,10 @@ RW_HIDDEN bool rw_fault_report(void *siginfo, void *ucontext);
  * backends with signal_enter, wrap every handler of the program. Called
  * with the registry lock held, after init and after each backend setup. */
 RW_HIDDEN void rw_signal_activate(void);
+/* signal.c: put the signal table in its vault now, so that a process out
+ * of descriptors fails init cleanly, before anything is protected: 0 or
+ * -errno (said on stderr naming @call). Registry lock held. */
+RW_HIDDEN int rw_signal_seal(const char *call);
 /* Run the signal hooks of every backend in use. */
 RW_HIDDEN bool rw_backends_fault(void *siginfo, void *ucontext);
 RW_HIDDEN void rw_backends_signal_enter(void *ucontext);
