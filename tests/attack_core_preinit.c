@@ -120,8 +120,10 @@ static void preinit_backend(void)
 	for (size_t off = 0; off < 64 * 1024; off += sizeof(void *)) {
 		struct rw_region *e = (struct rw_region *)((char *)head + off);
 
-		if (e->kind == RW_REGION_POOL && e->start == (uintptr_t)pool)
+		if (e->kind == RW_REGION_POOL && e->start == (uintptr_t)pool) {
 			r = e;
+			break;
+		}
 	}
 	if (!r || head->backend)
 		_exit(2);
