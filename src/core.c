@@ -28,6 +28,7 @@
 #define RW_MAX_BACKENDS 5
 #define RW_MAX_MAPS 1024
 #define RW_MAX_NESTED 256
+#define RW_BACKEND_WORDS 8
 
 /* A map open for rare_write_unmap(): token 0 marks a free slot. @backend:
  * the view came from the region's backend (its unmap releases it), not the
@@ -65,6 +66,14 @@ static struct rw_table {
 	int32_t fork_tid; /* the forking thread, whose nested windows the child
 			     keeps */
 	int fork_pipe[2]; /* the fork handshake (fork_parent) */
+	/* The process that owns this table (getpid() at the first seal, the
+	 * child's in fork_child): a child made by a raw fork(), which ran no
+	 * fork handler, still shares it and must not write it (attack 14c). */
+	int64_t owner_pid;
+	/* Words a backend keeps out of reach of stores (rw_backend_word()),
+	 * indexed like backends[]; written with registry_lock held or in the
+	 * fork child. */
+	uint64_t backend_words[RW_MAX_BACKENDS][RW_BACKEND_WORDS];
 	struct rw_region regions[RW_MAX_REGIONS];
 	/* maps_lock */
 	uint64_t nr_maps; /* high-water mark of maps[] */
@@ -121,14 +130,32 @@ bool rw_initialised(void)
  * table is mapped writable. */
 static bool table_open_in_child;
 
+/*
+ * A child made by a raw fork() (no fork handler ran) shares the parent's
+ * table memfd and memfd-backed views: a record it committed would redirect
+ * the parent's later writes (attack 14c), a write through the API would land
+ * in the parent's data. getpid() is the kernel's word; the owner's pid is in
+ * the table.
+ */
+static void owner_check(const char *call, const void *addr)
+{
+	if ((int64_t)getpid() != table.owner_pid)
+		rw_die(call, addr,
+		       "called in a child made by a raw fork() (no fork "
+		       "handlers ran): it shares the parent's protected "
+		       "memory and must not write it");
+}
+
 /* Store into the table: plainly before it is sealed (init, or the fork
  * child's private copy), else through its memfd. */
 static void table_store(void *dst, const void *src, size_t len)
 {
-	if (table.vault_fd < 0 || table_open_in_child)
+	if (table.vault_fd < 0 || table_open_in_child) {
 		memcpy(dst, src, len);
-	else
-		rw_vault_store(table.vault_fd, &table, dst, src, len);
+		return;
+	}
+	owner_check("rare_write", dst);
+	rw_vault_store(table.vault_fd, &table, dst, src, len);
 }
 
 #define TABLE_SET(field, val)                                                  \
@@ -136,6 +163,34 @@ static void table_store(void *dst, const void *src, size_t len)
 		__typeof__(field) v_ = (val);                                  \
 		table_store(&(field), &v_, sizeof(v_));                        \
 	} while (0)
+
+/* Index of @b in backends[], or -1 when it is none of the library's. */
+static int backend_index(const struct rw_backend *b)
+{
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+		if (backends[i].backend == b)
+			return (int)i;
+	return -1;
+}
+
+static uint64_t *backend_word_at(const struct rw_backend *b, unsigned i)
+{
+	int k = backend_index(b);
+
+	if (k < 0 || i >= RW_BACKEND_WORDS)
+		rw_die("rare_write", b, "no such backend word %u", i);
+	return &table.backend_words[k][i];
+}
+
+uint64_t rw_backend_word(const struct rw_backend *b, unsigned i)
+{
+	return __atomic_load_n(backend_word_at(b, i), __ATOMIC_ACQUIRE);
+}
+
+void rw_backend_word_set(const struct rw_backend *b, unsigned i, uint64_t v)
+{
+	TABLE_SET(*backend_word_at(b, i), v);
+}
 
 struct rw_region *rw_region_next(struct rw_region *prev)
 {
@@ -176,6 +231,34 @@ struct rw_region *rw_region_of(const char *call, const void *addr, size_t len)
 	return r;
 }
 
+/*
+ * The region of segment @s, re-derived right before it is applied. A
+ * segment lives in the caller's stack frame, which another thread's store
+ * can rewrite after rw_region_of() validated it: its region must still be
+ * a live slot of the table (never a fake one in plain memory, whose
+ * backend would pick the code that runs, attack 14d), on one of the
+ * library's backends, and hold dst and len. Within those bounds a racing
+ * store can still move dst to other bytes of the same region, as any
+ * argument of rare_write() (README, "What is open").
+ */
+const struct rw_region *rw_seg_region(const struct rw_seg *s)
+{
+	const struct rw_region *r =
+		__atomic_load_n(&s->region, __ATOMIC_RELAXED);
+	uintptr_t dst = (uintptr_t)__atomic_load_n(&s->dst, __ATOMIC_RELAXED);
+	size_t len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+	uintptr_t at = (uintptr_t)r - (uintptr_t)table.regions;
+
+	if (at >= sizeof(table.regions) || at % sizeof(*r) ||
+	    __atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) == RW_REGION_FREE ||
+	    (r->backend ? backend_index(r->backend) < 0 : r->protected_) ||
+	    dst < r->start || len > r->len || dst - r->start > r->len - len)
+		rw_die("rare_write", (void *)dst,
+		       "a validated write changed before it was applied "
+		       "(a store into the caller's stack?)");
+	return r;
+}
+
 /* Before init, protected data is ordinary memory: store it directly. */
 static void write_plain(const struct rw_seg *segs, unsigned n)
 {
@@ -193,16 +276,19 @@ void rw_write(const struct rw_seg *segs, unsigned n)
 	if (!rw_initialised()) {
 		/* Before init only a section that its library sealed itself
 		 * (rare_write_seal_self()) is protected. */
-		for (i = 0; i < n; i++)
-			if (segs[i].region->protected_)
-				segs[i].region->backend->write(&segs[i], 1);
+		for (i = 0; i < n; i++) {
+			const struct rw_region *r = rw_seg_region(&segs[i]);
+
+			if (r->protected_)
+				r->backend->write(&segs[i], 1);
 			else
 				write_plain(&segs[i], 1);
+		}
 		return;
 	}
-	b = segs[0].region->backend;
+	b = rw_seg_region(&segs[0])->backend;
 	for (i = 1; i < n; i++)
-		if (segs[i].region->backend != b)
+		if (rw_seg_region(&segs[i])->backend != b)
 			break;
 	if (i < n) { /* segments on pools of different levels */
 		for (i = 0; i < n; i++)
@@ -214,6 +300,9 @@ void rw_write(const struct rw_seg *segs, unsigned n)
 		write_plain(segs, n);
 		return;
 	}
+	/* Memory a raw fork() child would share with its parent. */
+	if (b->dontfork_views)
+		owner_check("rare_write", segs[0].dst);
 	b->write(segs, n);
 }
 
@@ -468,6 +557,8 @@ struct rare_write_mapping rare_write_map(void *addr, size_t len)
 	 * between the two must not make unmap release a view the backend
 	 * never handed out (init refuses while a map is open). */
 	protected_ = __atomic_load_n(&r->protected_, __ATOMIC_ACQUIRE);
+	if (protected_ && r->backend->dontfork_views)
+		owner_check("rare_write_map", addr);
 	m.addr = protected_ ? r->backend->map(r, addr, len) : addr;
 	maps_insert(&m, protected_);
 	return m;
@@ -710,6 +801,11 @@ void rare_write_register_section_(void *start, void *stop)
 			table.used[i]->hook();                                 \
 	}
 
+int32_t rw_fork_tid(void)
+{
+	return table.fork_tid;
+}
+
 /*
  * The parent holds its writers off (each backend's prepare hook) until the
  * child has taken its private copies: the child ends the wait by closing
@@ -795,6 +891,7 @@ static void fork_child(void)
 		table_open_in_child = true;
 		table.vault_fd = fd;
 	}
+	table.owner_pid = getpid();
 	reserve_views();
 	FOR_EACH_FORK_HOOK(fork_child);
 	/* Only the forking thread lives on, under a new id. */
@@ -968,24 +1065,57 @@ static int register_atfork(const char *call)
  * First, so that a process out of descriptors fails here, before anything
  * is protected. registry_lock held.
  */
+/*
+ * Before the first seal the table is plain memory: a store could have put
+ * a backend of the attacker's in it (whose functions would run from then
+ * on, attack 14e) or a region no code of ours made. Nothing is protected
+ * yet, so every record must be plain: unprotected, without descriptor,
+ * whole pages, on one of the library's backends if any.
+ */
+static void table_check(const char *call)
+{
+	bool bad = table.nr_regions > RW_MAX_REGIONS ||
+		   table.nr_maps > RW_MAX_MAPS ||
+		   table.nr_nested > RW_MAX_NESTED || table.initialised ||
+		   (table.backend && backend_index(table.backend) < 0);
+
+	for (unsigned i = 0; i < RW_MAX_BACKENDS; i++)
+		bad |= table.used[i] && backend_index(table.used[i]) < 0;
+	for (unsigned i = 0; !bad && i < table.nr_regions; i++) {
+		const struct rw_region *r = &table.regions[i];
+
+		if (r->kind == RW_REGION_FREE)
+			continue;
+		bad = (r->kind != RW_REGION_SECTION &&
+		       r->kind != RW_REGION_POOL) ||
+		      r->protected_ || r->fd != -1 || r->priv ||
+		      r->start % rw_page_size || r->len % rw_page_size ||
+		      !r->len || r->start + r->len < r->start ||
+		      r->user_start < r->start ||
+		      r->user_start > r->start + r->len ||
+		      (r->backend && backend_index(r->backend) < 0);
+	}
+	if (bad)
+		rw_die(call, &table,
+		       "the region table was changed by a store before it "
+		       "was sealed");
+}
+
 static int table_seal(const char *call)
 {
 	int err;
 
-	if (table.vault_fd < 0) {
-		pthread_mutex_lock(&maps_lock); /* no plain store races it */
-		err = rw_vault_create(&table, sizeof(table), &table.vault_fd);
-		pthread_mutex_unlock(&maps_lock);
-		if (err) {
-			rw_say(call, "cannot protect the region table: %s",
-			       strerror(-err));
-			return err;
-		}
-	}
-	/* The signal table's vault too, before anything is protected: out
-	 * of descriptors, the caller fails cleanly instead of aborting in
-	 * rw_signal_activate() afterwards. */
-	return rw_signal_prepare(call);
+	if (table.vault_fd >= 0)
+		return 0;
+	table_check(call);
+	pthread_mutex_lock(&maps_lock); /* no plain store races the copy */
+	table.owner_pid = getpid();
+	err = rw_vault_create(&table, sizeof(table), &table.vault_fd);
+	pthread_mutex_unlock(&maps_lock);
+	if (err)
+		rw_say(call, "cannot protect the region table: %s",
+		       strerror(-err));
+	return err;
 }
 
 #ifndef SYS_mseal
@@ -1132,6 +1262,8 @@ int rare_write_seal_section_(void *start, void *stop)
 		rw_die("rare_write_seal_self", start,
 		       "called while a thread has a window open");
 	err = table_seal("rare_write_seal_self");
+	if (!err)
+		err = rw_signal_seal("rare_write_seal_self");
 	if (err || table.backend)
 		goto adopt;
 	err = rw_env_need(&need);
@@ -1184,6 +1316,8 @@ int rare_write_init_caps(unsigned need_caps)
 		rw_die("rare_write_init", NULL,
 		       "called while another thread has a window open");
 	err = table_seal("rare_write_init");
+	if (!err)
+		err = rw_signal_seal("rare_write_init");
 	if (err)
 		goto out;
 	if (table.backend) {

@@ -133,6 +133,16 @@ RW_HIDDEN struct rw_region *rw_region_next(struct rw_region *prev);
 #define rw_for_each_region(r)                                                  \
 	for ((r) = rw_region_next(NULL); (r); (r) = rw_region_next(r))
 
+/*
+ * Words of backend @b kept in the core's table, where no store reaches
+ * them (a descriptor, a pid, a size that decides where a write or a
+ * descriptor goes). Set with the registry lock held (setup, create) or in
+ * the fork child's hook; read with plain loads. @i < 8.
+ */
+RW_HIDDEN uint64_t rw_backend_word(const struct rw_backend *b, unsigned i);
+RW_HIDDEN void rw_backend_word_set(const struct rw_backend *b, unsigned i,
+				   uint64_t v);
+
 /* vault.c: memory no store can reach, written with pwrite() into the memfd
  * mapped read-only over it (the core's table). */
 /* Put [base, base + len) in a new memfd mapped over it; the descriptor goes
@@ -202,6 +212,9 @@ RW_HIDDEN void rw_region_destroy(struct rw_region *r);
 RW_HIDDEN struct rw_region *rw_region_of(const char *call, const void *addr,
 					 size_t len);
 RW_HIDDEN struct rw_region *rw_region_lookup(const void *addr);
+/* The table's region of @s, checked again to hold it (or abort): what a
+ * backend uses rather than s->region, which sits in writable memory. */
+RW_HIDDEN const struct rw_region *rw_seg_region(const struct rw_seg *s);
 /* Write validated segments as one operation (one window where possible). */
 RW_HIDDEN void rw_write(const struct rw_seg *segs, unsigned n);
 RW_HIDDEN bool rw_initialised(void);
@@ -264,16 +277,19 @@ RW_HIDDEN bool rw_fault_report(void *siginfo, void *ucontext);
  * backends with signal_enter, wrap every handler of the program. Called
  * with the registry lock held, after init and after each backend setup. */
 RW_HIDDEN void rw_signal_activate(void);
-/* Create the vault of the signal table if there is none yet, so that the
- * first seal or init can fail cleanly: 0, or -errno after one line on
- * stderr naming @call. */
-RW_HIDDEN int rw_signal_prepare(const char *call);
+/* signal.c: put the signal table in its vault now, so that a process out
+ * of descriptors fails init cleanly, before anything is protected: 0 or
+ * -errno (said on stderr naming @call). Registry lock held. */
+RW_HIDDEN int rw_signal_seal(const char *call);
 /* Run the signal hooks of every backend in use. */
 RW_HIDDEN bool rw_backends_fault(void *siginfo, void *ucontext);
 RW_HIDDEN void rw_backends_signal_enter(void *ucontext);
 RW_HIDDEN void rw_backends_signal_exit(void *ucontext);
 RW_HIDDEN void rw_backends_cs_fault(void);
 RW_HIDDEN bool rw_backends_wrap_signals(void);
+/* core.c, for fork_child hooks: the forking thread's id (from the table,
+ * set by the core's prepare handler, which runs after the backends'). */
+RW_HIDDEN int32_t rw_fork_tid(void);
 /* core.c: set the calling thread's begin/end depth (a hint, see core.c)
  * and return the old one; signal.c clears it for the length of a handler,
  * which holds no window of the code it interrupted. */

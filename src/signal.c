@@ -379,8 +379,9 @@ static void sv_fork_child(void)
 	pthread_mutex_init(&signal_lock, NULL);
 }
 
-/* Put the table in its vault once; signal_lock held. 0 or -errno. */
-static int sv_create(void)
+/* Seal the table, once: 0 or -errno (no descriptor left); signal_lock
+ * held. */
+static int sv_seal(void)
 {
 	int err;
 
@@ -388,29 +389,22 @@ static int sv_create(void)
 		return 0;
 	sv.pid = getpid();
 	err = rw_vault_create(&sv, sizeof(sv), &sv.fd);
-	if (!err)
-		err = -pthread_atfork(sv_fork_prepare, sv_fork_parent,
-				      sv_fork_child);
-	return err;
-}
-
-/* Seal the table on the first activation; signal_lock held. */
-static void sv_seal(void)
-{
-	int err = sv_create();
-
+	if (err)
+		return err;
+	err = -pthread_atfork(sv_fork_prepare, sv_fork_parent, sv_fork_child);
 	if (err)
 		rw_die("rare_write_init", &sv,
 		       "cannot protect the signal table: %s", strerror(-err));
+	return 0;
 }
 
-int rw_signal_prepare(const char *call)
+int rw_signal_seal(const char *call)
 {
 	sigset_t saved;
 	int err;
 
 	lock_signals(&saved);
-	err = sv_create();
+	err = sv_seal();
 	unlock_signals(&saved);
 	if (err)
 		rw_say(call, "cannot protect the signal table: %s",
@@ -421,6 +415,7 @@ int rw_signal_prepare(const char *call)
 void rw_signal_activate(void)
 {
 	sigset_t saved;
+	int err;
 
 	rw_symbolize_prepare();
 	lock_signals(&saved);
@@ -433,7 +428,10 @@ void rw_signal_activate(void)
 			if (wrappable(sig) && sig != SIGSEGV)
 				take_over(sig);
 	}
-	sv_seal();
+	err = sv_seal();
+	if (err)
+		rw_die("rare_write_init", &sv,
+		       "cannot protect the signal table: %s", strerror(-err));
 	unlock_signals(&saved);
 }
 

@@ -72,6 +72,69 @@ static void preinit_map(void)
 	_exit(rare_write_init() == 0 ? 1 : 2);
 }
 
+/* 14e: before the first seal, a backend of the attacker's goes into the
+ * table's default (the head of the table as core.c lays it out) and into
+ * the record of a pool created before init. Lands if any of its functions
+ * runs. */
+static volatile int fake_calls;
+
+static int fake_setup(void)
+{
+	fake_calls++;
+	return 0;
+}
+
+static int fake_region(struct rw_region *r)
+{
+	(void)r;
+	fake_calls++;
+	return 0;
+}
+
+static void fake_write(const struct rw_seg *segs, unsigned n)
+{
+	(void)segs;
+	(void)n;
+	fake_calls++;
+}
+
+static void preinit_backend(void)
+{
+	static const struct rw_backend fake = {
+		.name = "pwrite",
+		.setup = fake_setup,
+		.adopt = fake_region,
+		.create = fake_region,
+		.write = fake_write,
+	};
+	struct table_head {
+		bool initialised;
+		int vault_fd;
+		const struct rw_backend *backend;
+	} *head = attack_lib_sym("table");
+	struct rare_pool *pool = rare_pool_create(1 << 12);
+	struct rw_region *r = NULL;
+
+	if (!head || !pool)
+		_exit(2);
+	for (size_t off = 0; off < 64 * 1024; off += sizeof(void *)) {
+		struct rw_region *e = (struct rw_region *)((char *)head + off);
+
+		if (e->kind == RW_REGION_POOL && e->start == (uintptr_t)pool) {
+			r = e;
+			break;
+		}
+	}
+	if (!r || head->backend)
+		_exit(2);
+	attack_store64(&head->backend, (uint64_t)(uintptr_t)&fake);
+	attack_store64(&r->backend, (uint64_t)(uintptr_t)&fake);
+	if (rare_write_init())
+		_exit(2);
+	rare_write(preinit_var, 5L);
+	_exit(fake_calls || preinit_var != 5 ? 1 : 2);
+}
+
 __attribute__((constructor)) static void core_preinit_child(void)
 {
 	const char *which = getenv("RW_CORE_PREINIT");
@@ -85,6 +148,8 @@ __attribute__((constructor)) static void core_preinit_child(void)
 		preinit_table();
 	if (!strcmp(which, "13c"))
 		preinit_map();
+	if (!strcmp(which, "14e"))
+		preinit_backend();
 	_exit(2);
 }
 
@@ -214,4 +279,12 @@ ATTACK("13d", fault_report_state,
 		attack_report(ATTACK_BLOCKED,
 			      "the list's store faulted, no FIFO opened");
 	attack_report(ATTACK_ERROR, "child ended with %#x", status);
+}
+
+ATTACK("14e", preinit_backend,
+       "store a backend of the attacker's into the table (its default and a "
+       "pool's record) before the first seal, then init")
+{
+	attack_begin();
+	run_preinit("14e");
 }

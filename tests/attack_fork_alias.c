@@ -135,7 +135,8 @@ ATTACK("4b", raw_fork_child,
 
 ATTACK("4c", raw_fork_table,
        "a child made by raw `syscall(SYS_fork)` rewrites the parent's region "
-       "table through the inherited table memfd")
+       "table with system calls of its own (`pwrite` on the inherited table "
+       "memfd; through the API it aborts, 14c)")
 {
 	uint64_t *table = attack_lib_sym("table");
 	/* A word well past the regions in use: harmless if it lands. */

@@ -36,5 +36,9 @@ const struct attack_expect attack_table[] = {
 	{"12b", {B, B, B, B, B}},
 	{"13a", {B, B, B, B, B}},    {"13b", {B, B, B, B, B}},
 	{"13c", {B, B, B, B, B}},    {"13d", {B, B, B, B, B}},
+	/* What the red-team review found (14). */
+	{"14a", {NA, NA, NA, NA, B}}, {"14b", {NA, NA, NA, NA, B}},
+	{"14c", {B, B, B, B, B}},    {"14d", {B, B, B, B, B}},
+	{"14e", {B, B, B, B, B}},    {"14f", {B, NA, NA, B, NA}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

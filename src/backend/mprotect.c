@@ -240,7 +240,7 @@ static void mprotect_destroy(struct rw_region *r)
 /* The whole pieces that hold the segment. */
 static void page_span(const struct rw_seg *s, uintptr_t *start, size_t *len)
 {
-	const struct rw_region *r = s->region;
+	const struct rw_region *r = rw_seg_region(s);
 	size_t piece = r->priv ? r->priv : rw_page_size;
 	uintptr_t first = ((uintptr_t)s->dst - r->start) / piece * piece;
 	uintptr_t last = ((uintptr_t)s->dst - r->start + s->len + piece - 1) /
@@ -428,13 +428,9 @@ static void mprotect_cs_fault(void)
 	pthread_mutex_unlock(&flip_lock);
 }
 
-/* The forking thread, whose windows the child keeps. */
-static int32_t fork_tid;
-
 static void mprotect_fork_prepare(void)
 {
 	pthread_mutex_lock(&flip_lock);
-	fork_tid = this_tid();
 }
 
 static void mprotect_fork_parent(void)
@@ -446,7 +442,10 @@ static void mprotect_fork_parent(void)
  * forking thread keeps its own under its new id. */
 static void mprotect_fork_child(void)
 {
-	struct thread_windows rec = my_record(fork_tid);
+	/* The forking thread, from the core's table: a copy in .bss, set
+	 * here in prepare, could be pointed at a thread that holds a window
+	 * while the parent forks (attack 14f). */
+	struct thread_windows rec = my_record(rw_fork_tid());
 
 	control_open(true);
 	memset(control.thr, 0, sizeof(control.thr));

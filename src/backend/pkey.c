@@ -741,13 +741,12 @@ static void pkey_unmap(struct rw_region *r, void *view, void *addr, size_t len)
 	update_holds(unmap_holds, r->priv);
 }
 
-/* fork(): the child keeps the forking thread's record, under its new id. */
-static int32_t fork_tid;
-
+/* fork(): the child keeps the forking thread's record, under its new id.
+ * Which thread forked comes from the core's table (rw_fork_tid()): a copy
+ * in .bss could be pointed at a thread holding keys open (attack 14f). */
 static void pkey_fork_prepare(void)
 {
 	pthread_mutex_lock(&records_lock);
-	fork_tid = this_tid();
 }
 
 static void pkey_fork_parent(void)
@@ -762,7 +761,7 @@ static void pkey_fork_child(void)
 	pthread_mutex_init(&records_lock, NULL);
 	if (!rw_pkey_state.active)
 		return;
-	keep = my_record(fork_tid);
+	keep = my_record(rw_fork_tid());
 	for (unsigned i = 0; i < MAX_THREADS; i++)
 		if (threads.thr[i].tid) {
 			struct thread_rec gone = threads.thr[i];

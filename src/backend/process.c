@@ -40,6 +40,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -55,13 +56,44 @@
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
 
-static int ctl_sock = -1;
-static pid_t helper_pid;
-static pid_t program_pid; /* ours, as the helper sees it in replies */
+/*
+ * The channel to the helper, who the helper is, who we are and how much
+ * one message carries live in the core's table (rw_backend_word()), not in
+ * .bss: a store to the socket number would send the next region's memfd,
+ * still writable, to another socket of the program (attack 14a), one to
+ * the size would split 8-byte words over requests (torn writes, 14b).
+ * Unset words read 0: the socket is kept as fd + 1.
+ */
+enum {
+	W_SOCK,	  /* ctl_sock + 1 */
+	W_HELPER, /* the helper's pid */
+	W_PID,	  /* ours, as the helper sees it in replies */
+	W_DATA,	  /* data bytes per message, a multiple of 8 <= PRW_MAX_DATA */
+	W_INO,	  /* st_ino of the socket: checked before every SCM_RIGHTS */
+};
+
+static int ctl_fd(void)
+{
+	return (int)rw_backend_word(&rw_backend_process, W_SOCK) - 1;
+}
+
+static pid_t helper_id(void)
+{
+	return (pid_t)rw_backend_word(&rw_backend_process, W_HELPER);
+}
+
+static pid_t our_pid(void)
+{
+	return (pid_t)rw_backend_word(&rw_backend_process, W_PID);
+}
+
+static size_t data_max(void)
+{
+	return (size_t)rw_backend_word(&rw_backend_process, W_DATA);
+}
+
 static uint64_t next_id = 1;
 static uint64_t req_seq;
-/* Data bytes one message may carry on this socket (<= PRW_MAX_DATA). */
-static size_t max_data;
 /* Where the helper last answered from: a hint (see poll_first()). */
 static uint32_t helper_cpu = UINT32_MAX;
 
@@ -111,7 +143,7 @@ static __attribute__((noreturn)) void helper_died(const char *call,
 	for (int i = 0; i < 100 && !fate; i++) {
 		struct timespec t = {0, 10000000};
 
-		fate = helper_fate(helper_pid, true, &sig);
+		fate = helper_fate(helper_id(), true, &sig);
 		if (!fate)
 			nanosleep(&t, NULL);
 	}
@@ -121,23 +153,23 @@ static __attribute__((noreturn)) void helper_died(const char *call,
 		       "the process backend's helper (pid %d) made a system "
 		       "call outside its seccomp filter and was killed "
 		       "(SIGSYS); the write cannot be applied",
-		       (int)helper_pid);
+		       (int)helper_id());
 	if (fate && sig)
 		rw_die(call, addr,
 		       "the process backend's helper (pid %d) was killed by "
 		       "signal %d; the write cannot be applied",
-		       (int)helper_pid, sig);
+		       (int)helper_id(), sig);
 	rw_die(call, addr,
 	       "the process backend's helper (pid %d) has died; the write "
 	       "cannot be applied",
-	       (int)helper_pid);
+	       (int)helper_id());
 }
 
 static void check_helper(const char *call, const void *addr)
 {
 	int sig;
 
-	if (helper_fate(helper_pid, false, &sig))
+	if (helper_fate(helper_id(), false, &sig))
 		helper_died(call, addr);
 }
 
@@ -183,7 +215,7 @@ static int transact(const char *call, const void *addr, struct msghdr *mh,
 
 	m->cpu = cur_cpu();
 	polls = poll_first(m->cpu) ? CALLER_POLLS : 0;
-	while ((n = sendmsg(ctl_sock, mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+	while ((n = sendmsg(ctl_fd(), mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
 	if (n != (ssize_t)len) {
 		if (n < 0 && errno == EMSGSIZE)
@@ -194,7 +226,7 @@ static int transact(const char *call, const void *addr, struct msghdr *mh,
 		helper_died(call, addr);
 	}
 	for (;;) {
-		n = recv(ctl_sock, &reply, sizeof(reply),
+		n = recv(ctl_fd(), &reply, sizeof(reply),
 			 polls ? MSG_DONTWAIT : 0);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			if (polls) {
@@ -207,19 +239,45 @@ static int transact(const char *call, const void *addr, struct msghdr *mh,
 				rw_die(call, addr,
 				       "the process backend's helper (pid %d) "
 				       "did not answer within %d s",
-				       (int)helper_pid, REPLY_TIMEOUT_S);
+				       (int)helper_id(), REPLY_TIMEOUT_S);
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n != (ssize_t)sizeof(reply))
 			helper_died(call, addr);
-		if (reply.seq == seq && reply.pid == program_pid) {
+		if (reply.seq == seq && reply.pid == our_pid()) {
 			__atomic_store_n(&helper_cpu, reply.cpu,
 					 __ATOMIC_RELAXED);
 			return reply.err;
 		}
 	}
+}
+
+/*
+ * Before a memfd goes out, still writable (the helper must map it so): the
+ * socket must be the one helper_start() made, by its inode, and its peer
+ * the socketpair we created, by the kernel's SO_PEERCRED; and the helper
+ * must still be our child. A socket number that was closed and reused for
+ * a connection to someone else fails the first two.
+ */
+static void peer_check(const char *call, const void *addr)
+{
+	struct ucred cred;
+	socklen_t l = sizeof(cred);
+	struct stat st;
+	int sig;
+
+	if (fstat(ctl_fd(), &st) || !S_ISSOCK(st.st_mode) ||
+	    (uint64_t)st.st_ino !=
+		    rw_backend_word(&rw_backend_process, W_INO) ||
+	    getsockopt(ctl_fd(), SOL_SOCKET, SO_PEERCRED, &cred, &l) ||
+	    cred.pid != our_pid())
+		rw_die(call, addr,
+		       "the process backend's socket is not the one to its "
+		       "helper; not sending it protected memory");
+	if (helper_fate(helper_id(), false, &sig))
+		helper_died(call, addr);
 }
 
 /* A control message (ADD, DEL), with @fd passed if >= 0: 0 or -errno. */
@@ -238,6 +296,7 @@ static int ctl(const char *call, const void *addr, uint32_t op, uint64_t id,
 	if (fd >= 0) {
 		struct cmsghdr *c;
 
+		peer_check(call, addr);
 		memset(&cbuf, 0, sizeof(cbuf));
 		mh.msg_control = cbuf.buf;
 		mh.msg_controllen = sizeof(cbuf.buf);
@@ -320,6 +379,7 @@ static int helper_start(void)
 {
 	struct timeval tv = {0, LIVENESS_MS * 1000};
 	int sv[2], one = 1, err;
+	struct stat st;
 	size_t data;
 	pid_t pid;
 
@@ -349,10 +409,18 @@ static int helper_start(void)
 		waitpid(pid, NULL, __WALL);
 		return err;
 	}
-	ctl_sock = sv[0];
-	helper_pid = pid;
-	program_pid = getpid();
-	max_data = data;
+	if (fstat(sv[0], &st)) {
+		err = -errno;
+		close(sv[0]);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, __WALL);
+		return err;
+	}
+	rw_backend_word_set(&rw_backend_process, W_SOCK, (uint64_t)sv[0] + 1);
+	rw_backend_word_set(&rw_backend_process, W_HELPER, (uint64_t)pid);
+	rw_backend_word_set(&rw_backend_process, W_PID, (uint64_t)getpid());
+	rw_backend_word_set(&rw_backend_process, W_DATA, data & ~(size_t)7);
+	rw_backend_word_set(&rw_backend_process, W_INO, (uint64_t)st.st_ino);
 	return 0;
 }
 
@@ -519,10 +587,16 @@ static void submit(const char *call, const struct rw_seg *segs, unsigned n)
 			size_t len = g->len - off;
 
 			if (q.nseg == REQ_SEGS ||
-			    (g->src && len > max_data - q.data && q.nseg))
+			    (g->src && len > data_max() - q.data && q.nseg))
 				req_flush(call, addr, &q);
-			if (g->src && len > max_data - q.data)
-				len = max_data; /* alone, and still too big */
+			if (g->src && len > data_max() - q.data) {
+				/* Alone, and still too big: the piece ends on
+				 * an 8-byte boundary, so no aligned word is
+				 * split over two requests (torn, 14b). */
+				uintptr_t at = (uintptr_t)g->dst + off;
+
+				len = ((at + data_max()) & ~(uintptr_t)7) - at;
+			}
 			q.head.segs[q.nseg++] = (struct prw_seg){
 				.dst = (uintptr_t)g->dst + off,
 				.len = len,
@@ -588,8 +662,8 @@ static void process_fork_child(void)
 	int err;
 
 	/* Drop the parent's socket, the only channel to its helper. */
-	close(ctl_sock);
-	ctl_sock = -1;
+	close(ctl_fd());
+	rw_backend_word_set(&rw_backend_process, W_SOCK, 0);
 	/* A snapshot of every region while the parent's writers wait, read
 	 * from the parent's memfd (the view was not inherited). */
 	rw_for_each_region(r) {

@@ -42,7 +42,7 @@ static void pwrite_fill(const struct rw_seg *s, off_t off)
 			iov[n] = (struct iovec){buf, l};
 			chunk += l;
 		}
-		ssize_t done = pwritev(s->region->fd, iov, n, off);
+		ssize_t done = pwritev(rw_seg_region(s)->fd, iov, n, off);
 
 		if (done <= 0)
 			rw_die("rare_write_memset", s->dst, "pwritev: %s",
@@ -59,7 +59,7 @@ static void pwrite_copy(const struct rw_seg *s, off_t off)
 	size_t left = s->len;
 
 	while (left) {
-		ssize_t done = pwrite(s->region->fd, src, left, off);
+		ssize_t done = pwrite(rw_seg_region(s)->fd, src, left, off);
 
 		if (done <= 0)
 			rw_die("rare_write_memcpy", s->dst, "pwrite: %s",
@@ -97,7 +97,7 @@ static void pwrite_widened(const struct rw_seg *s)
 		memcpy(v + ((uintptr_t)s->dst - word), s->src, s->len);
 	else
 		memset(v + ((uintptr_t)s->dst - word), s->fill, s->len);
-	pwrite_copy(&w, (off_t)(word - s->region->start));
+	pwrite_copy(&w, (off_t)(word - rw_seg_region(s)->start));
 }
 
 static void pwrite_write(const struct rw_seg *segs, unsigned n)
@@ -109,7 +109,8 @@ static void pwrite_write(const struct rw_seg *segs, unsigned n)
 	rw_memfd_write_lock(widen);
 	for (unsigned i = 0; i < n; i++) {
 		const struct rw_seg *s = &segs[i];
-		off_t off = (off_t)((uintptr_t)s->dst - s->region->start);
+		off_t off =
+			(off_t)((uintptr_t)s->dst - rw_seg_region(s)->start);
 
 		if (needs_widening(s))
 			pwrite_widened(s);

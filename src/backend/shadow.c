@@ -27,8 +27,8 @@ struct alias {
 	char *at; /* the alias of the requested address */
 };
 
-static struct alias alias_map(const char *call, struct rw_region *r, void *addr,
-			      size_t len)
+static struct alias alias_map(const char *call, const struct rw_region *r,
+			      void *addr, size_t len)
 {
 	uintptr_t first = (uintptr_t)addr & ~(rw_page_size - 1);
 	uintptr_t last = ((uintptr_t)addr + len + rw_page_size - 1) &
@@ -49,8 +49,8 @@ static void shadow_write(const struct rw_seg *segs, unsigned n)
 	rw_memfd_write_lock(false);
 	for (unsigned i = 0; i < n; i++) {
 		const struct rw_seg *s = &segs[i];
-		struct alias a = alias_map("rare_write_memcpy", s->region,
-					   s->dst, s->len);
+		struct alias a = alias_map("rare_write_memcpy",
+					   rw_seg_region(s), s->dst, s->len);
 
 		rw_seg_store(s, a.at);
 		munmap(a.base, a.len);
