@@ -733,13 +733,19 @@ void rw_region_destroy(struct rw_region *r)
 	pthread_mutex_unlock(&registry_lock);
 }
 
-static int adopt_on(struct rw_region *r, const struct rw_backend *b)
+/* A section the linker did not page-align: linked without the fragment. */
+static void check_section_aligned(const struct rw_region *r)
 {
 	if (r->start % rw_page_size || r->len % rw_page_size)
 		rw_die("rare_write_init", (void *)r->start,
 		       "__wr_rare section is not page-aligned; link with "
 		       "$(pkg-config --libs rarewrite) (ld.bfd or ld.lld; "
 		       "gold cannot read it)");
+}
+
+static int adopt_on(struct rw_region *r, const struct rw_backend *b)
+{
+	check_section_aligned(r);
 	r->backend = b;
 	return r->backend->adopt(r);
 }
@@ -1086,6 +1092,10 @@ static void table_check(const char *call)
 
 		if (r->kind == RW_REGION_FREE)
 			continue;
+		/* The usual cause of a misaligned section is the link, not
+		 * a store: say how to link (an abort either way). */
+		if (r->kind == RW_REGION_SECTION)
+			check_section_aligned(r);
 		bad = (r->kind != RW_REGION_SECTION &&
 		       r->kind != RW_REGION_POOL) ||
 		      r->protected_ || r->fd != -1 || r->priv ||
