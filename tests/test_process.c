@@ -41,40 +41,6 @@ static void need_process(void)
 		SKIP("process backend only");
 }
 
-/* The pid of this process's helper (a child named rarewrite-hlp). */
-static pid_t find_helper(void)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	pid_t found = 0;
-
-	CHECK(d);
-	while (!found && (e = readdir(d))) {
-		char path[300], buf[512], *comm, *end;
-		int pid = atoi(e->d_name), ppid;
-		FILE *f;
-
-		if (pid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(buf, sizeof(buf), f)) {
-			comm = strchr(buf, '(');
-			end = strrchr(buf, ')');
-			if (comm && end &&
-			    sscanf(end + 2, "%*c %d", &ppid) == 1 &&
-			    ppid == getpid() &&
-			    !strncmp(comm + 1, "rarewrite-hlp", 13))
-				found = pid;
-		}
-		fclose(f);
-	}
-	closedir(d);
-	return found;
-}
-
 /* The control socket: the one AF_UNIX SOCK_SEQPACKET descriptor. */
 /* The inode of the memfd called @name among our descriptors, or 0. */
 static unsigned long memfd_inode(const char *name)

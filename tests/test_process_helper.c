@@ -22,36 +22,6 @@
 #include "harness.h"
 #include "testutil.h"
 
-/* The pid of our helper: a child of ours named rarewrite-hlp. */
-static pid_t our_helper(void)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	pid_t found = 0;
-
-	CHECK(d);
-	while (!found && (e = readdir(d))) {
-		char path[300], buf[512], *end;
-		int pid = atoi(e->d_name), ppid;
-		FILE *f;
-
-		if (pid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(buf, sizeof(buf), f) &&
-		    strstr(buf, "(rarewrite-hlp)") &&
-		    (end = strrchr(buf, ')')) &&
-		    sscanf(end + 2, "%*c %d", &ppid) == 1 && ppid == getpid())
-			found = pid;
-		fclose(f);
-	}
-	closedir(d);
-	return found;
-}
-
 static unsigned long long status_hex(pid_t pid, const char *field)
 {
 	char path[64], line[256];
@@ -98,7 +68,7 @@ TEST(process_helper_catches_no_signal, EXPECT_PASS)
 	init();
 	pool = process_pool();
 	CHECK(pool);
-	h = our_helper();
+	h = find_helper();
 	CHECK(h > 0);
 	/* No handler at all: not the library's fault handler, not one of
 	 * its own. */

@@ -7,8 +7,12 @@
 #ifndef RAREWRITE_TEST_UTIL_H
 #define RAREWRITE_TEST_UTIL_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
@@ -134,6 +138,37 @@ static inline bool backend_has(unsigned cap)
 static inline size_t page_size(void)
 {
 	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* The pid of this process's process-backend helper (a child of ours named
+ * rarewrite-hlp), or 0. */
+static inline pid_t find_helper(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t found = 0;
+
+	CHECK(d);
+	while (!found && (e = readdir(d))) {
+		char path[300], buf[512], *end;
+		int pid = atoi(e->d_name), ppid;
+		FILE *f;
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f) &&
+		    strstr(buf, "(rarewrite-hlp)") &&
+		    (end = strrchr(buf, ')')) &&
+		    sscanf(end + 2, "%*c %d", &ppid) == 1 && ppid == getpid())
+			found = pid;
+		fclose(f);
+	}
+	closedir(d);
+	return found;
 }
 
 #endif /* RAREWRITE_TEST_UTIL_H */
