@@ -1,4 +1,4 @@
-# Attack matrix, fuzzing and stress (issue 6).
+# Attack matrix, fuzzing and stress.
 include tests/attack.mk
 
 # ---- fuzzing: libFuzzer, one bounded session per available backend ----
