@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Attack matrix, fuzzing and stress.
 include tests/attack.mk
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # attack-doc.sh check|write DOC ATTACK_BIN: the table in DOC
 # (docs/attack-matrix.md), between its begin and end markers, is
 # `ATTACK_BIN --expected` verbatim: tests/attack_table.c as a markdown table.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The attack matrix as a program: `make attack-matrix` runs every scenario of
 # tests/attack_*.c against every backend and prints a markdown table
 # (exit 1 when reality differs from tests/attack_table.c);
