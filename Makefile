@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # librarewrite: plain GNU Make; `make`, `make check`, `make demo`, `make install`.
 # V=1 shows every command; the default prints one line per object.
 CC ?= cc

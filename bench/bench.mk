@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The benchmark: `make bench` builds and runs it (tables on stdout, CSV in
 # build/bench/results.csv); `make bench-plot` draws bench/results.png from
 # the last run. BENCH_QUICK=1 makes a short run (CI).

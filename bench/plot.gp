@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # bench/plot.gp - medians per operation and backend, alone and with a
 # reader thread; log scale. Invoked by `make bench-plot` with dir and out.
 load dir.'/plot.vars'

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The demo: the handler table example, run on every backend.
 DEMO_BACKENDS ?= auto pkey pwrite shadow mprotect process
 

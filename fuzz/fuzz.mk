@@ -1,4 +1,5 @@
-# Attack matrix, fuzzing and stress (issue 6).
+# SPDX-License-Identifier: MIT
+# Attack matrix, fuzzing and stress.
 include tests/attack.mk
 
 # ---- fuzzing: libFuzzer, one bounded session per available backend ----

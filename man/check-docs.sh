@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check-docs.sh BUILD_DIR: the manual covers the API, and renders cleanly.
 #  - every symbol librarewrite.so exports has a section-3 page naming it
 #    (the interposed libc functions: rarewrite(7), INTERPOSED FUNCTIONS);

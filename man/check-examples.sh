@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check-examples.sh BUILD_DIR CC...: every C example of the manual (.EX
 # blocks of man/man*/*) and of README.md (```c blocks) compiles as written:
 #  - in a normal build, with -Wall -Wextra -Werror (unused names aside);

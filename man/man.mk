@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The manual: section 3 for every call and macro, rarewrite(7) for the model.
 MANDIR ?= $(PREFIX)/share/man
 MAN_PAGES := $(wildcard man/man1/*.1 man/man3/*.3 man/man7/*.7)

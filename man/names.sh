@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # names.sh PAGE...: "name section page" for every name in each page's NAME
 # section, the page's own name included. `make install` links each other
 # name to its page, and `make check-docs` looks exported symbols up here,

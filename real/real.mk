@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # make check-real: a real program under librarewrite. SQLite 3.44.2 (the
 # amalgamation and its shell) is fetched at a pinned, verified version,
 # patched with real/sqlite/sqlite3.patch, built protected and unprotected,

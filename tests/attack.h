@@ -40,7 +40,7 @@ extern const char *const attack_backends[ATTACK_NR_BACKENDS];
 
 struct attack {
 	const char *id;	  /* "1a": scenario number and variant */
-	const char *what; /* one line for the README */
+	const char *what; /* one line for the matrix */
 	void (*fn)(void);
 };
 

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * attack_table.c - THE table: what each backend is documented to stop.
- * README.md reproduces it (`build/tests/attack-matrix --expected`), the
- * attack_* TEST() cases fail when reality differs from it in either
- * direction. Change a cell only together with the README's explanation.
+ * docs/attack-matrix.md carries it (`make attack-matrix` writes it from
+ * `build/tests/attack-matrix --expected`), the attack_* TEST() cases fail
+ * when reality differs from it in either direction. Change a cell only
+ * together with the document's explanation.
  */
 #include "attack.h"
 

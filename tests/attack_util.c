@@ -487,7 +487,7 @@ void attack_check(const struct attack *a)
 #ifdef RW_ATTACK_MATRIX_MAIN
 /*
  * The attack-matrix program. With --expected it prints the table of
- * attack_table.c as the README reproduces it; otherwise it runs every
+ * attack_table.c as docs/attack-matrix.md carries it; otherwise it runs every
  * scenario against every backend, prints what happened, and exits 1 when
  * reality and the table differ anywhere.
  */

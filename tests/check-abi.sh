@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check-abi.sh BUILD_DIR CC: the ABI of librarewrite.so, against what is
 # committed in tests/abi/.
 #  1. the defined dynamic symbols and their version nodes are exactly

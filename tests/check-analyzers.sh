@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check-analyzers.sh scan-build|fanalyzer MAKE: build the library under
 # clang's static analyser (scan-build --status-bugs) or gcc -fanalyzer and
 # compare the findings, "tool file checker", with tests/analyzers.pending

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check-build.sh BUILD_DIR MAKE: what the Makefile promises a packager.
 #  1. objects depend on every header they include (-MMD -MP): a private
 #     header under src/backend/ outdates the objects that include it;

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check-deb.sh BUILD_DIR: the Debian packages, end to end.
 #  1. copy the source (git's file list) to BUILD_DIR/deb/ and build the
 #     packages there with dpkg-buildpackage -us -uc -b, so nothing is

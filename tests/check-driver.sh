@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check-driver.sh BUILD_DIR CC: tools/rarewrite-cc, check mode's driver.
 #  1. with gcc and clang, --check-only names exactly the lines of
 #     tests/compile_fail/driver_sites.c marked UNCONVERTED, in its one

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check-export.sh BUILD_DIR CC: the exported protected variable of
 # examples/export/ (the recipe of __wr_rare(3)), built by tests/contracts.mk:
 #  1. libfoo exports the accessor foo_policy_rare_ref@@FOO_1.1 and no

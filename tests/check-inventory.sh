@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check-inventory.sh BUILD_DIR INVENTORY - every writable object of
 # librarewrite.so and librarewrite.a (symbols of type OBJECT or TLS in a
 # section with the W flag: .data, .bss, .tdata, .tbss, .data.rel.ro, ...)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check-version.sh BUILD_DIR CC: VERSION is the one version of the tree.
 # Generated from it: the library's file name and soname, rarewrite.pc
 # (BUILD_DIR/rarewrite.pc, as make install writes it), the CMake package.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # What a C or C++ user of the library expects of it: C++, the
 # version, the build, the exported-variable recipe and check mode's driver;
 # CMake and musl in check-install. `make check` runs the fast ones.

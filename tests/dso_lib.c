@@ -15,7 +15,7 @@ void dso_rare_set(long v)
 	rare_write(dso_protected, v);
 }
 
-/* The library protects itself when it is ready (issue 12 item 6). */
+/* The library seals itself once ready (rarewrite-porting(7), step 6). */
 int dso_seal_self(void)
 {
 	return rare_write_seal_self();

@@ -4,7 +4,7 @@
  * glibc 2.36 (they clone with CLONE_VM|CLONE_VFORK and exec at once), so
  * what keeps the library's descriptors (table memfd, region memfds, the
  * process helper's socket) out of the new program is close-on-exec alone
- * (the README's fork paragraph). The spawned shell lists
+ * (docs/backends.md, fork()). The spawned shell lists
  * its descriptors; none may be the library's.
  */
 #define _GNU_SOURCE

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * A missed write site says what happened (issue 12 item 1): a store to
- * protected memory prints one line naming the address, the object as
+ * A missed write site says what happened (rarewrite-porting(7), step 7): a
+ * store to protected memory prints one line naming the address, the object as
  * symbol+offset (static symbols included), the pc as symbol+offset and the
  * fix, and the process still dies by SIGSEGV. Faults the library does not
  * own reach the program's handler unchanged, whether it was installed

@@ -678,7 +678,7 @@ TEST(pkey_gate_rejects_jump_to_wrpkru, EXPECT_PASS)
 	CHECK(hits > 0);
 }
 
-/* --- handlers installed after init (issue 12 item 1) --------------------- */
+/* --- handlers installed after init (the fault report) --------------------- */
 
 static volatile uint32_t entry_pkru;
 

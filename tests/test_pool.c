@@ -253,7 +253,7 @@ TEST(pool_einval, EXPECT_PASS)
 }
 
 /* A pool created before init is plain memory until init protects it in
- * place (issue 12 item 5): tests/test_port.c has the details. */
+ * place (rarewrite-porting(7), step 4): tests/test_port.c has the details. */
 TEST(pool_usable_before_init, EXPECT_PASS)
 {
 	struct rare_pool *pool = rare_pool_create(4096);

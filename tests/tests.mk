@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Tests: one runner binary from tests/*.c, linked against the shared library
 # and a test DSO that has a __wr_rare section of its own.
 TEST_SRC := $(filter-out tests/dso_lib.c tests/copyreloc_main.c tests/stripped_main.c,$(wildcard tests/*.c))

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # make check-vm: the whole test suite under QEMU (TCG; CPU model "max"
 # emulates PKU) on a Debian kernel with a busybox initramfs, run with
 # RAREWRITE_TEST_BACKENDS=pkey and then auto. See vm/check-vm.sh.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A library built against libc alone: its pthread_create and sigaction
  * references carry glibc's versions; check-abi.sh checks they bind to
  * librarewrite's unversioned interposers all the same. */

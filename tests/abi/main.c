@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Linked against librarewrite (and libc_only.so): calls the interposed
  * functions itself and through a library that knows only libc. */
 #include <pthread.h>

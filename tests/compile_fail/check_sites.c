@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * A half-ported file for check mode (-DRAREWRITE_CHECK_WRITES, issue 12
- * item 2): it compiles cleanly as it is, and in check mode the compiler must
- * name exactly the lines marked UNCONVERTED (tests/tests.mk,
+ * A half-ported file for check mode (-DRAREWRITE_CHECK_WRITES, step 2 of
+ * rarewrite-porting(7)): it compiles cleanly as it is, and in check mode the
+ * compiler must name exactly the lines marked UNCONVERTED (tests/tests.mk,
  * check-write-sites). Converted writes and reads must still compile there.
  */
 #include <stddef.h>
