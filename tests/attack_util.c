@@ -294,9 +294,11 @@ void *attack_lib_func(const char *name)
 /* The library's own sources (src/ and src/backend/), by base name. */
 static bool library_file(const char *file)
 {
-	static const char *const ours[] = {"core.c",	 "pool.c",
+	static const char *const ours[] = {"core.c",	 "region.c",
+					   "backends.c", "say.c",
+					   "memfd.c",	 "pool.c",
 					   "list.c",	 "copy.c",
-					   "section.c",	 "memfd.c",
+					   "section.c",	 "memfd_region.c",
 					   "pwrite.c",	 "shadow.c",
 					   "mprotect.c", "pkey.c",
 					   "process.c",	 "process_helper.c",
