@@ -109,6 +109,14 @@ uninstall: uninstall-man
 		$(DESTDIR)$(BINDIR)/rarewrite-cc
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/rarewrite $(DESTDIR)$(CMAKEDIR) 2>/dev/null
 
+# The library's backends (rare_write_backends(3)), for the loops of the
+# .mk files: expanded when a recipe runs, after $(B)/tools/backends is built.
+$(B)/tools/backends: tools/backends.c $(HEADERS) $(B)/librarewrite.so
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) $< -o $@ $(USER_LDFLAGS) -L$(B) -lrarewrite \
+		-Wl,-rpath,'$$ORIGIN/..'
+BACKENDS = $(shell $(B)/tools/backends)
+
 include tests/tests.mk
 include tests/contracts.mk
 -include examples/examples.mk

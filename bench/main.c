@@ -29,9 +29,9 @@
 
 extern int rec_fd;
 
-static const char *const backend_names[] = {"auto",   "pkey",	  "pwrite",
-					    "shadow", "mprotect", "process"};
-#define NR_BACKENDS (sizeof(backend_names) / sizeof(backend_names[0]))
+/* "auto", then the library's backends (rare_write_backends(3)). */
+static const char *backend_names[16] = {"auto"};
+static size_t nr_backends = 1;
 
 struct rec {
 	char backend[24], what[64], mode[32], unit[24];
@@ -284,7 +284,7 @@ static void print_workloads(void)
 	       "lookups/s protected (plain) | lookup speed ratio | update "
 	       "median (p99) | table RSS protected / plain | pool RSS / "
 	       "payload |\n|---|---:|---:|---:|---:|---:|---:|\n");
-	for (size_t i = 1; i < NR_BACKENDS; i++) {
+	for (size_t i = 1; i < nr_backends; i++) {
 		const char *b = backend_names[i];
 		const struct rec *hr = find(b, "hashtable.ratio", NULL),
 				 *rp = find(b, "read16k", NULL),
@@ -376,7 +376,7 @@ static void check_targets(void)
 		       ratio("auto", "write8/chromium", "write8", "reader"),
 		       ">=", 15);
 	}
-	for (size_t i = 1; i < NR_BACKENDS; i++) {
+	for (size_t i = 1; i < nr_backends; i++) {
 		const char *b = backend_names[i];
 
 		if (!available(b))
@@ -415,18 +415,18 @@ static void write_plot_data(const char *dir)
 		return;
 	fprintf(f, "operation");
 	for (int m = 0; m < 2; m++) {
-		for (size_t i = 1; i < NR_BACKENDS; i++)
+		for (size_t i = 1; i < nr_backends; i++)
 			if (available(backend_names[i]))
 				fprintf(f, " \"%s\"", backend_names[i]);
 		fprintf(f, " \"chromium-style\"");
 	}
 	fprintf(f, "\n");
-	for (size_t i = 1; i < NR_BACKENDS; i++)
+	for (size_t i = 1; i < nr_backends; i++)
 		nb += available(backend_names[i]);
 	for (size_t r = 0; r < NR_ROWS; r++) {
 		fprintf(f, "\"%s\"", rows[r].label);
 		for (int m = 0; m < 2; m++) {
-			for (size_t i = 1; i < NR_BACKENDS; i++) {
+			for (size_t i = 1; i < nr_backends; i++) {
 				const struct rec *x;
 
 				if (!available(backend_names[i]))
@@ -464,11 +464,15 @@ int main(int argc, char **argv)
 	char path[512];
 
 	bench_quick = q && *q && strcmp(q, "0");
+	while (nr_backends < sizeof(backend_names) / sizeof(backend_names[0]) &&
+	       (backend_names[nr_backends] =
+			rare_write_backends((unsigned)nr_backends - 1, NULL)))
+		nr_backends++;
 	bench_init();
 	mkdir(dir, 0755);
 	if (part("baselines"))
 		spawn("baselines", baselines_child, NULL);
-	for (size_t i = 0; i < NR_BACKENDS; i++)
+	for (size_t i = 0; i < nr_backends; i++)
 		if (!getenv("BENCH_BACKENDS") ||
 		    strstr(getenv("BENCH_BACKENDS"), backend_names[i]))
 			spawn(backend_names[i], backend_child,
@@ -488,7 +492,7 @@ int main(int argc, char **argv)
 			recs[i].v2, recs[i].n);
 
 	printf("\n## rarewrite benchmark%s\n", bench_quick ? " (quick)" : "");
-	for (size_t i = 0; i < NR_BACKENDS; i++) {
+	for (size_t i = 0; i < nr_backends; i++) {
 		const struct rec *u =
 			find(backend_names[i], "unavailable", NULL);
 		const struct rec *r = find(backend_names[i], "resolves", NULL);
@@ -500,7 +504,7 @@ int main(int argc, char **argv)
 			printf("\n- `auto` resolves to `%s`\n", r->mode);
 	}
 	print_baselines();
-	for (size_t i = 1; i < NR_BACKENDS; i++)
+	for (size_t i = 1; i < nr_backends; i++)
 		if (available(backend_names[i]))
 			print_backend(backend_names[i]);
 	print_workloads();

@@ -8,7 +8,7 @@ include tests/attack.mk
 # crashes to $(B)/fuzz/<backend>-crash-*.
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_BACKENDS ?= pkey pwrite shadow mprotect process
+FUZZ_BACKENDS ?= $(BACKENDS)
 FUZZ_FLAGS := -g -O1 -std=gnu11 -Wall -Wextra -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer -Iinclude -Isrc
 FUZZ_BIN := $(B)/fuzz/fuzz_ops
@@ -25,7 +25,7 @@ $(FUZZ_BIN): fuzz/fuzz_ops.c $(LIB_SRC) $(HEADERS) src/internal.h rarewrite.ld
 	$(FUZZ_CC) $(FUZZ_FLAGS) fuzz/fuzz_ops.c $(LIB_SRC) -o $@ \
 		-Wl,-T,rarewrite.ld -pthread
 
-fuzz: fuzz-tools $(FUZZ_BIN)
+fuzz: fuzz-tools $(FUZZ_BIN) $(B)/tools/backends
 	@for b in $(FUZZ_BACKENDS); do \
 	  if ! RAREWRITE_BACKEND=$$b $(FUZZ_BIN) -runs=0 fuzz/corpus >/dev/null 2>&1; then \
 	    echo "fuzz: backend $$b not available here, skipped"; continue; fi; \
@@ -54,7 +54,7 @@ $(STRESS_BIN): fuzz/stress.c $(HEADERS) $(B)/librarewrite.so
 	$(CC) $(USER_CFLAGS) $< -o $@ $(USER_LDFLAGS) -L$(B) -lrarewrite \
 		-pthread -Wl,-rpath,'$$ORIGIN/..'
 
-stress: $(STRESS_BIN)
+stress: $(STRESS_BIN) $(B)/tools/backends
 	@for b in $(FUZZ_BACKENDS); do \
 	  if ! RAREWRITE_BACKEND=$$b $(STRESS_BIN) cycles 1 >/dev/null 2>&1; then \
 	    echo "stress: backend $$b not available here, skipped"; continue; fi; \

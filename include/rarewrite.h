@@ -227,6 +227,14 @@ rare_write_seal_self(void)
 					__stop_rarewrite_data);
 }
 
+/*
+ * rare_write_backends - the @i-th backend of this library (0 first, in the
+ * manual's order) by the name RAREWRITE_BACKEND takes, NULL past the last;
+ * its RARE_WRITE_CAP_* bits in *@caps unless @caps is NULL. See
+ * rare_write_backends(3).
+ */
+RAREWRITE_API const char *rare_write_backends(unsigned i, unsigned *caps);
+
 #ifdef __cplusplus
 }
 #endif

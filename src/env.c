@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * env.c - what the environment asks of rare_write_init(), and how the
- * library says that it cannot: one line on stderr, then an error code.
+ * env.c - what the environment asks of rare_write_init(); what it cannot
+ * give is said in one line on stderr (say.c), then an error code.
  *
  * RAREWRITE_NEED lists the capabilities the program relies on, so that a
  * port that wraps code in rare_write_begin()/rare_write_end() can run with
@@ -15,38 +15,11 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "rarewrite.h"
 #include "internal.h"
-
-void rw_vsay(const char *head, const char *fmt, va_list ap)
-{
-	char msg[320];
-	int n = snprintf(msg, sizeof(msg), "rarewrite: %s: ", head);
-
-	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n - 1, fmt, ap);
-	if (n > (int)sizeof(msg) - 2)
-		n = sizeof(msg) - 2;
-	msg[n++] = '\n';
-	/* One write(2): the line arrives whole even from a dying process. */
-	if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
-		/* nothing better to do */
-	}
-}
-
-void rw_say(const char *call, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	rw_vsay(call, fmt, ap);
-	va_end(ap);
-}
 
 static const struct {
 	const char *name;

@@ -60,6 +60,9 @@ struct rw_backend {
 	/* Views are MADV_DONTFORK: in the fork child the core reserves their
 	 * place before any hook runs, and fork_child maps over it. */
 	bool dontfork_views;
+	/* Changes its pages' protection on every write, so its views cannot
+	 * be mseal()ed (mprotect). */
+	bool flips_pages;
 
 	/* Probe the machine and set up process-wide state: 0 or -errno. */
 	int (*setup)(void);
@@ -109,12 +112,20 @@ struct rw_backend {
 	void (*cs_fault)(void);
 };
 
-/* Backends, one file each under backend/. */
-extern const struct rw_backend rw_backend_pwrite RW_HIDDEN;
-extern const struct rw_backend rw_backend_shadow RW_HIDDEN;
-extern const struct rw_backend rw_backend_mprotect RW_HIDDEN;
-extern const struct rw_backend rw_backend_pkey RW_HIDDEN;
-extern const struct rw_backend rw_backend_process RW_HIDDEN;
+/*
+ * backends.c: the list of backends (one file each under backend/), the one
+ * place that names them. @i counts in the manual's order; @rank in auto's
+ * order of preference, and *@last says auto without needs stops there.
+ */
+#define RW_MAX_BACKENDS 8 /* the core's per-backend slots */
+RW_HIDDEN const struct rw_backend *rw_backend_at(unsigned i);
+RW_HIDDEN const struct rw_backend *rw_backend_preferred(unsigned rank,
+							bool *last);
+/* @b's place in the list (its slot in the core's table), or -1 when it is
+ * none of the library's. */
+RW_HIDDEN int rw_backend_index(const struct rw_backend *b);
+/* The backend called @name, or NULL. */
+RW_HIDDEN const struct rw_backend *rw_backend_find(const char *name);
 
 /*
  * The page size: the C library's copy (getpagesize() reads its read-only,
@@ -166,7 +177,8 @@ RW_HIDDEN void rw_seg_store(const struct rw_seg *s, void *at);
  * of backends that commit on unmap; the caller frees it. */
 RW_HIDDEN void *rw_staging_copy(const void *addr, size_t len);
 
-/* memfd.c: helpers for the backends whose regions live in a memfd. */
+/* memfd.c: memory in a sealed memfd, mapped read-only over its place (the
+ * vaults, and the backends whose regions live in a memfd). */
 /* A memfd of @len bytes holding @contents (NULL: zeroes) with F_ADD_SEALS
  * @seals applied: an fd or -errno. */
 RW_HIDDEN int rw_memfd_new(const char *name, size_t len, const void *contents,
@@ -175,12 +187,6 @@ RW_HIDDEN int rw_memfd_new(const char *name, size_t len, const void *contents,
  * @seals: 0 or -errno. */
 RW_HIDDEN int rw_memfd_fill(int fd, size_t len, const void *contents,
 			    unsigned seals);
-RW_HIDDEN int rw_memfd_adopt(struct rw_region *r);
-RW_HIDDEN int rw_memfd_create(struct rw_region *r);
-RW_HIDDEN void rw_memfd_destroy(struct rw_region *r);
-RW_HIDDEN void rw_memfd_fork_prepare(void);
-RW_HIDDEN void rw_memfd_fork_parent(void);
-RW_HIDDEN void rw_memfd_fork_child(void);
 /*
  * A read-only MAP_SHARED view of a memfd at @at: MADV_DONTFORK (no child
  * inherits it; the fork child maps its own copy in its place) and, if
@@ -192,10 +198,6 @@ RW_HIDDEN int rw_view_seal(void *at, size_t len, bool seal);
  * Returns the copy's fd; dies on failure. */
 RW_HIDDEN int rw_view_fork_copy(int fd, void *at, size_t len, bool seal,
 				unsigned seals);
-/* Writers hold the lock shared; @exclusive keeps out every other writer
- * (and fork) for a read-merge-write. */
-RW_HIDDEN void rw_memfd_write_lock(bool exclusive);
-RW_HIDDEN void rw_memfd_write_unlock(void);
 
 /* core.c, for pool.c and list.c: regions and validated writes. */
 /* A pool region on backend @b (NULL: the process-wide default), which is
@@ -290,10 +292,6 @@ RW_HIDDEN bool rw_backends_wrap_signals(void);
 /* core.c, for fork_child hooks: the forking thread's id (from the table,
  * set by the core's prepare handler, which runs after the backends'). */
 RW_HIDDEN int32_t rw_fork_tid(void);
-/* core.c: set the calling thread's begin/end depth (a hint, see core.c)
- * and return the old one; signal.c clears it for the length of a handler,
- * which holds no window of the code it interrupted. */
-RW_HIDDEN unsigned rw_window_depth_swap(unsigned depth);
 /* signal.c: the depth a handler left by siglongjmp had cleared (0 if
  * none), once: rare_write_end() then closes that window. */
 RW_HIDDEN unsigned rw_signal_left_depth(void);
@@ -314,6 +312,18 @@ RW_HIDDEN unsigned rw_signal_left_depth(void);
 RW_HIDDEN extern RW_TLS_IE unsigned rw_cs_depth;
 RW_HIDDEN extern RW_TLS_IE uint64_t rw_cs_deferred;
 RW_HIDDEN void rw_cs_release(void);
+
+/*
+ * Depth of the calling thread's begin/end window (core.c's windows).
+ * initial-exec: a plain %fs-relative load on every write, no
+ * __tls_get_addr call (the library is linked at startup, not dlopen()ed).
+ * Plain memory that a store inside the window can change: it only picks
+ * the fast path. Whether an end is the outermost is decided from the
+ * table's record of nested windows (attack 7f). Defined in signal.c,
+ * which clears it for the length of a handler (the handler holds no window
+ * of the code it interrupted).
+ */
+RW_HIDDEN extern RW_TLS_IE unsigned rw_window_depth;
 
 static inline __attribute__((always_inline)) void rw_cs_enter(void)
 {

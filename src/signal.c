@@ -41,6 +41,7 @@ extern int __sigaction(int sig, const struct sigaction *act,
 
 RW_TLS_IE unsigned rw_cs_depth;
 RW_TLS_IE uint64_t rw_cs_deferred;
+RW_TLS_IE unsigned rw_window_depth;
 /* The begin/end depth of the code the outermost running handler
  * interrupted: a hint for rare_write_end() after a siglongjmp out of it. */
 static RW_TLS_IE unsigned left_depth;
@@ -274,7 +275,8 @@ static void entry(int sig, siginfo_t *si, void *uc)
 		rw_backends_cs_fault();
 	}
 	/* The handler holds none of the windows it interrupted. */
-	depth = rw_window_depth_swap(0);
+	depth = rw_window_depth;
+	rw_window_depth = 0;
 	if (depth)
 		left_depth = depth;
 	rw_backends_signal_enter(uc);
@@ -288,7 +290,7 @@ static void entry(int sig, siginfo_t *si, void *uc)
 	rw_backends_signal_exit(uc);
 	if (depth)
 		left_depth = 0;
-	rw_window_depth_swap(depth);
+	rw_window_depth = depth;
 	errno = saved_errno;
 }
 

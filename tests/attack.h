@@ -34,9 +34,13 @@ enum attack_result {
 	ATTACK_SEALED,
 };
 
-/* The backends, in the order of the matrix's columns. */
-#define ATTACK_NR_BACKENDS 5
-extern const char *const attack_backends[ATTACK_NR_BACKENDS];
+/* Room for the backends of the library (rare_write_backends(3)), which
+ * give the matrix's columns and their order. */
+#define ATTACK_NR_BACKENDS 8
+/* The backends attack_table.c has a column for, in its cells' order; NULL
+ * after the last. The matrix fails on a backend of the library without
+ * one, or a column that names no backend of the library. */
+extern const char *const attack_columns[ATTACK_NR_BACKENDS];
 
 struct attack {
 	const char *id;	  /* "1a": scenario number and variant */

@@ -17,11 +17,11 @@ static uint64_t bvictim[2] __wr_rare __attribute__((aligned(16)));
 /* The region table's entry for this program's __wr_rare section. */
 static struct rw_region *section_entry(void)
 {
-	char *table = attack_lib_sym("table");
+	char *table = attack_lib_sym("rw_table");
 	uintptr_t start = (uintptr_t)__start_rarewrite_data;
 
 	if (!table)
-		attack_report(ATTACK_ERROR, "no symbol 'table' in the library");
+		attack_report(ATTACK_ERROR, "no symbol 'rw_table' in the library");
 	for (size_t off = 0; off < 64 * 1024; off += sizeof(void *)) {
 		struct rw_region *r = (struct rw_region *)(table + off);
 
@@ -119,7 +119,7 @@ ATTACK("7f", window_depth,
 
 	if (!(rare_write_caps() & RARE_WRITE_CAP_BEGIN_END))
 		attack_report(ATTACK_NA, "no begin/end windows");
-	depth = attack_lib_sym("window_depth");
+	depth = attack_lib_sym("rw_window_depth");
 	if (!depth)
 		attack_report(ATTACK_ERROR, "no symbol 'window_depth'");
 	rare_write_begin();
@@ -139,10 +139,10 @@ struct open_map_copy {
 
 static struct open_map_copy *open_map_record(const struct rare_write_mapping *m)
 {
-	char *table = attack_lib_sym("table");
+	char *table = attack_lib_sym("rw_table");
 
 	if (!table)
-		attack_report(ATTACK_ERROR, "no symbol 'table' in the library");
+		attack_report(ATTACK_ERROR, "no symbol 'rw_table' in the library");
 	for (size_t off = 0; off < 256 * 1024; off += sizeof(void *)) {
 		struct open_map_copy *e = (struct open_map_copy *)(table + off);
 

@@ -31,7 +31,7 @@ static long preinit_var __wr_rare = 1;
 /* The table's entry for this program's __wr_rare section. */
 static struct rw_region *own_entry(void)
 {
-	char *table = attack_lib_sym("table");
+	char *table = attack_lib_sym("rw_table");
 	uintptr_t start = (uintptr_t)__start_rarewrite_data;
 
 	if (!table)
@@ -111,7 +111,7 @@ static void preinit_backend(void)
 		bool initialised;
 		int vault_fd;
 		const struct rw_backend *backend;
-	} *head = attack_lib_sym("table");
+	} *head = attack_lib_sym("rw_table");
 	struct rare_pool *pool = rare_pool_create(1 << 12);
 	struct rw_region *r = NULL;
 

@@ -138,7 +138,7 @@ ATTACK("4c", raw_fork_table,
        "table with system calls of its own (`pwrite` on the inherited table "
        "memfd; through the API it aborts, 14c)")
 {
-	uint64_t *table = attack_lib_sym("table");
+	uint64_t *table = attack_lib_sym("rw_table");
 	/* A word well past the regions in use: harmless if it lands. */
 	uint64_t *spare = table ? table + 2048 : NULL;
 	uint64_t before;
@@ -146,7 +146,7 @@ ATTACK("4c", raw_fork_table,
 	pid_t pid;
 
 	if (!spare)
-		attack_report(ATTACK_ERROR, "no symbol 'table' in the library");
+		attack_report(ATTACK_ERROR, "no symbol 'rw_table' in the library");
 	before = attack_load64(spare);
 	attack_begin();
 	pid = raw_fork();

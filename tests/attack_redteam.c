@@ -220,7 +220,7 @@ static void shrink_limit(const char *name, void *addr, size_t size, bool tls,
 		attack_try_store64(addr, 1);
 		return;
 	}
-	if (strcmp(name, "table"))
+	if (strcmp(name, "rw_table"))
 		return;
 	for (size_t off = 0; off + 8 <= size; off += 8) {
 		uint64_t *w = (uint64_t *)((char *)addr + off);
@@ -349,11 +349,11 @@ ATTACK("14d", segment_region_race,
        "writer's stack to a fake region whose backend is the attacker's")
 {
 	uintptr_t page = (uintptr_t)&rvictim[0] & ~(uintptr_t)4095;
-	char *table = attack_lib_sym("table");
+	char *table = attack_lib_sym("rw_table");
 	pthread_t w, a;
 
 	if (!table)
-		attack_report(ATTACK_ERROR, "no symbol 'table' in the library");
+		attack_report(ATTACK_ERROR, "no symbol 'rw_table' in the library");
 	for (size_t off = 0; off < (64u << 10); off += 8) {
 		const struct rw_region *r = (const void *)(table + off);
 

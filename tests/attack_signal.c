@@ -63,7 +63,7 @@ static void forge_tls(const char *name, void *addr, size_t size, bool tls,
 	(void)arg;
 	/* core's window depth is a documented hint (7f); forging it makes
 	 * the write below a plain store, which proves nothing here. */
-	if (!tls || !ours || !strcmp(name, "window_depth"))
+	if (!tls || !ours || !strcmp(name, "rw_window_depth"))
 		return;
 	memset(addr, 0x01, size); /* flags set, every count and mask 1s */
 }

@@ -13,7 +13,9 @@
 #define NA ATTACK_NA
 #define S ATTACK_SEALED /* blocked where the kernel has mseal(2) */
 
-/* Columns: pkey, pwrite, shadow, mprotect, process */
+const char *const attack_columns[ATTACK_NR_BACKENDS] = {
+	"pkey", "pwrite", "shadow", "mprotect", "process"};
+
 const struct attack_expect attack_table[] = {
 	{"1a", {B, B, B, B, B}},
 	{"1b", {B, B, B, B, B}},

@@ -22,8 +22,14 @@
 
 #include "attack.h"
 
-const char *const attack_backends[ATTACK_NR_BACKENDS] = {
-	"pkey", "pwrite", "shadow", "mprotect", "process"};
+/* attack_table.c's column of @backend, or -1. */
+static int column_of(const char *backend)
+{
+	for (int c = 0; c < ATTACK_NR_BACKENDS && attack_columns[c]; c++)
+		if (!strcmp(attack_columns[c], backend))
+			return c;
+	return -1;
+}
 
 /* Shared with the attack child: what it saw. */
 struct report {
@@ -294,9 +300,11 @@ void *attack_lib_func(const char *name)
 /* The library's own sources (src/ and src/backend/), by base name. */
 static bool library_file(const char *file)
 {
-	static const char *const ours[] = {"core.c",	 "pool.c",
+	static const char *const ours[] = {"core.c",	 "region.c",
+					   "backends.c", "say.c",
+					   "memfd.c",	 "pool.c",
 					   "list.c",	 "copy.c",
-					   "section.c",	 "memfd.c",
+					   "section.c",	 "memfd_region.c",
 					   "pwrite.c",	 "shadow.c",
 					   "mprotect.c", "pkey.c",
 					   "process.c",	 "process_helper.c",
@@ -461,9 +469,9 @@ enum attack_result attack_cell(const char *id, const char *backend)
 	for (size_t i = 0; i < attack_table_len; i++) {
 		if (strcmp(attack_table[i].id, id))
 			continue;
-		for (unsigned b = 0; b < ATTACK_NR_BACKENDS; b++)
-			if (!strcmp(attack_backends[b], backend))
-				return attack_table[i].result[b];
+		int c = column_of(backend);
+
+		return c < 0 ? ATTACK_UNSET : attack_table[i].result[c];
 	}
 	return ATTACK_UNSET;
 }
@@ -527,42 +535,71 @@ static bool available(const char *name)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+/* Whether the library has a backend called @name. */
+static bool library_has(const char *name)
+{
+	const char *b;
+
+	for (unsigned i = 0; (b = rare_write_backends(i, NULL)); i++)
+		if (!strcmp(b, name))
+			return true;
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	size_t n = (size_t)(__stop_rw_attacks - __start_rw_attacks);
 	const struct attack **list = calloc(n, sizeof(*list));
 	bool expected_only = argc > 1 && !strcmp(argv[1], "--expected");
 	bool have[ATTACK_NR_BACKENDS] = {0};
-	unsigned mismatches = 0;
+	const char *names[ATTACK_NR_BACKENDS];
+	unsigned mismatches = 0, nr = 0;
 
+	/* The columns: the library's backends, each with its cells. */
+	while (nr < ATTACK_NR_BACKENDS &&
+	       (names[nr] = rare_write_backends(nr, NULL)))
+		if (column_of(names[nr++]) < 0) {
+			fprintf(stderr,
+				"attack-matrix: tests/attack_table.c has no "
+				"column for backend %s\n",
+				names[nr - 1]);
+			return 1;
+		}
+	for (unsigned c = 0; c < ATTACK_NR_BACKENDS && attack_columns[c]; c++)
+		if (!library_has(attack_columns[c])) {
+			fprintf(stderr,
+				"attack-matrix: tests/attack_table.c has a "
+				"column for %s, which the library lacks\n",
+				attack_columns[c]);
+			return 1;
+		}
 	memcpy(list, __start_rw_attacks, n * sizeof(*list));
 	qsort(list, n, sizeof(*list), by_id);
-	for (unsigned b = 0; !expected_only && b < ATTACK_NR_BACKENDS; b++)
-		have[b] = available(attack_backends[b]);
+	for (unsigned b = 0; !expected_only && b < nr; b++)
+		have[b] = available(names[b]);
 	printf("| # | attack |");
-	for (unsigned b = 0; b < ATTACK_NR_BACKENDS; b++)
-		printf(" %s |", attack_backends[b]);
+	for (unsigned b = 0; b < nr; b++)
+		printf(" %s |", names[b]);
 	printf("\n|---|---|");
-	for (unsigned b = 0; b < ATTACK_NR_BACKENDS; b++)
+	for (unsigned b = 0; b < nr; b++)
 		printf("---|");
 	printf("\n");
 	for (size_t i = 0; i < n; i++) {
 		printf("| %s | %s |", list[i]->id, list[i]->what);
-		for (unsigned b = 0; b < ATTACK_NR_BACKENDS; b++) {
-			enum attack_result want = attack_expected(
-				list[i]->id, attack_backends[b]);
+		for (unsigned b = 0; b < nr; b++) {
+			enum attack_result want =
+				attack_expected(list[i]->id, names[b]);
 			char note[256], backend[32];
 			enum attack_result got;
 
 			if (!have[b]) {
 				printf(" %s%s |",
-				       attack_result_name(
-					       attack_cell(list[i]->id,
-							   attack_backends[b])),
+				       attack_result_name(attack_cell(
+					       list[i]->id, names[b])),
 				       expected_only ? "" : "*");
 				continue;
 			}
-			setenv("RAREWRITE_BACKEND", attack_backends[b], 1);
+			setenv("RAREWRITE_BACKEND", names[b], 1);
 			got = attack_run(list[i], note, sizeof(note), backend,
 					 sizeof(backend));
 			if (got == want && getenv("ATTACK_NOTES")) {

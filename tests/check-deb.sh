@@ -85,7 +85,9 @@ ldd ./handlers | grep -Eq "librarewrite.so.0 => (/usr)?/lib/x86_64-linux-gnu/lib
 	echo "check-deb: handlers does not use the installed library"
 	exit 1
 }
-for b in auto pkey pwrite shadow mprotect process; do
+# the installed library's list of backends (rare_write_backends(3))
+cc "$top/tools/backends.c" -o backends $flags
+for b in auto $(./backends); do
 	rc=0
 	RAREWRITE_BACKEND=$b ./handlers >"demo-$b.log" 2>&1 || rc=$?
 	# 2: the backend is not available here (the demo's convention)

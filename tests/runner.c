@@ -18,9 +18,6 @@
 extern const struct test_case *const __start_rw_tests[];
 extern const struct test_case *const __stop_rw_tests[];
 
-static const char *const all_backends[] = {"pkey", "pwrite", "shadow",
-					   "mprotect", "process"};
-
 int run_in_child(void (*fn)(void *), void *arg)
 {
 	int status;
@@ -124,12 +121,17 @@ int main(int argc, char **argv)
 		     t = strtok(NULL, " ,"))
 			backends[nr_backends++] = t;
 	} else {
-		for (unsigned i = 0; i < 5; i++)
-			if (backend_available(all_backends[i]))
-				backends[nr_backends++] = all_backends[i];
+		const char *name;
+
+		/* The library's own list (rare_write_backends(3)). */
+		for (unsigned i = 0;
+		     (name = rare_write_backends(i, NULL)) && nr_backends < 15;
+		     i++)
+			if (backend_available(name))
+				backends[nr_backends++] = name;
 			else
 				printf("# backend %s not available here\n",
-				       all_backends[i]);
+				       name);
 		backends[nr_backends++] = "auto";
 	}
 	for (unsigned b = 0; b < nr_backends; b++) {

@@ -59,7 +59,7 @@ static void lib_set(long v)
  * table, found in its symbol table as an attacker would). */
 static struct rw_region *table_entry(const void *p)
 {
-	char *table = attack_lib_sym("table");
+	char *table = attack_lib_sym("rw_table");
 	uintptr_t a = (uintptr_t)p;
 
 	CHECK(table);

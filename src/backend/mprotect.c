@@ -47,6 +47,9 @@
 #include "rarewrite.h"
 #include "internal.h"
 
+/* This backend's ops table (at the end), listed in backends.c. */
+extern const struct rw_backend rw_backend_mprotect RW_HIDDEN;
+
 #define MAX_THREADS 256
 #define MAX_SIGNAL_NEST 6
 
@@ -465,6 +468,7 @@ static void mprotect_fork_child(void)
 
 const struct rw_backend rw_backend_mprotect = {
 	.name = "mprotect",
+	.flips_pages = true,
 	.caps = RARE_WRITE_CAP_BEGIN_END,
 	.setup = mprotect_setup,
 	.adopt = mprotect_adopt,

@@ -62,6 +62,9 @@
 #include "rarewrite.h"
 #include "internal.h"
 
+/* This backend's ops table (at the end), listed in backends.c. */
+extern const struct rw_backend rw_backend_pkey RW_HIDDEN;
+
 #ifndef SYS_mseal
 #define SYS_mseal 462 /* Linux 6.10 */
 #endif

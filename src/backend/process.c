@@ -52,6 +52,9 @@
 #include "process_helper.h"
 #include "process_ring.h"
 
+/* This backend's ops table (at the end), listed in backends.c. */
+extern const struct rw_backend rw_backend_process RW_HIDDEN;
+
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif

@@ -17,6 +17,10 @@
 
 #include "rarewrite.h"
 #include "internal.h"
+#include "memfd_region.h"
+
+/* This backend's ops table (at the end), listed in backends.c. */
+extern const struct rw_backend rw_backend_pwrite RW_HIDDEN;
 
 static int pwrite_setup(void)
 {

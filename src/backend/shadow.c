@@ -15,6 +15,10 @@
 
 #include "rarewrite.h"
 #include "internal.h"
+#include "memfd_region.h"
+
+/* This backend's ops table (at the end), listed in backends.c. */
+extern const struct rw_backend rw_backend_shadow RW_HIDDEN;
 
 static int shadow_setup(void)
 {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * memfd.c - regions kept in a memfd and mapped read-only (MAP_SHARED), for
- * the backends that write through the kernel (pwrite) or through a
- * short-lived alias (shadow).
+ * memfd_region.c - regions kept in a memfd and mapped read-only
+ * (MAP_SHARED), for the backends that write through the kernel (pwrite) or
+ * through a short-lived alias (shadow). The memfd and view primitives are
+ * the core's (memfd.c).
  *
  * fork() is the trap: a shared mapping and an inherited descriptor would let
  * parent and child see, and write, each other's data. So the child, before
@@ -12,9 +13,7 @@
  * core's fork handshake), so the copy is a consistent snapshot.
  *
  * The views are MADV_DONTFORK and then mseal()ed (sections always, pools
- * on request): sealed in the parent, absent in the child, which reads the
- * inherited memfd, maps a private copy where the view was and seals that.
- * So sealing and fork isolation hold at once.
+ * on request), as memfd.c describes.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,14 +21,10 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
-
-#ifndef SYS_mseal
-#define SYS_mseal 462 /* Linux 6.10 */
-#endif
+#include "memfd_region.h"
 
 /* Writers hold it shared; fork and read-merge-writes hold it exclusive. */
 static pthread_rwlock_t write_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -47,41 +42,6 @@ void rw_memfd_write_unlock(void)
 	pthread_rwlock_unlock(&write_lock);
 }
 
-int rw_memfd_fill(int fd, size_t len, const void *contents, unsigned seals)
-{
-	size_t done = 0;
-
-	if (ftruncate(fd, (off_t)len))
-		return -errno;
-	while (contents && done < len) {
-		ssize_t n = pwrite(fd, (const char *)contents + done,
-				   len - done, (off_t)done);
-
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
-	}
-	if (fcntl(fd, F_ADD_SEALS, seals))
-		return -errno;
-	return 0;
-}
-
-int rw_memfd_new(const char *name, size_t len, const void *contents,
-		 unsigned seals)
-{
-	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	int err;
-
-	if (fd < 0)
-		return -errno;
-	err = rw_memfd_fill(fd, len, contents, seals);
-	if (err) {
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
 /* Nobody may shrink the file under the view (that would SIGBUS), nor
  * change the seals. */
 static int memfd_filled(size_t len, const void *contents)
@@ -95,38 +55,6 @@ static void *map_view(int fd, size_t len, void *at)
 {
 	return mmap(at, len, PROT_READ, MAP_SHARED | (at ? MAP_FIXED : 0), fd,
 		    0);
-}
-
-int rw_view_seal(void *at, size_t len, bool seal)
-{
-	if (madvise(at, len, MADV_DONTFORK))
-		return -errno;
-	/* Kernels before 6.10 have no mseal(2): the view stays unsealed. */
-	if (seal && syscall(SYS_mseal, at, len, 0UL) && errno != ENOSYS)
-		return -errno;
-	return 0;
-}
-
-int rw_view_fork_copy(int fd, void *at, size_t len, bool seal, unsigned seals)
-{
-	void *old = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-	int copy = old == MAP_FAILED
-			   ? -errno
-			   : rw_memfd_new("rarewrite", len, old, seals);
-
-	if (old != MAP_FAILED)
-		munmap(old, len);
-	/* Over the core's reservation of the view's place (the parent's
-	 * view was not inherited). */
-	if (copy < 0 ||
-	    mmap(at, len, PROT_READ, MAP_SHARED | MAP_FIXED, copy, 0) != at ||
-	    rw_view_seal(at, len, seal))
-		rw_die("fork", at,
-		       "child cannot take a private copy of protected memory: "
-		       "%s",
-		       strerror(copy < 0 ? -copy : errno));
-	close(fd);
-	return copy;
 }
 
 static int memfd_view(struct rw_region *r, int fd, void *at)

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * table.h - the core's protected table, shared by region.c (which owns it,
+ * stores into it and looks regions up) and core.c (init, windows, maps,
+ * fork). Not for the backends: they see regions through internal.h.
+ */
+#ifndef RAREWRITE_TABLE_H
+#define RAREWRITE_TABLE_H
+
+#include "internal.h"
+
+#define RW_MAX_REGIONS 255
+#define RW_MAX_MAPS 1024
+#define RW_MAX_NESTED 256
+#define RW_BACKEND_WORDS 8
+
+/* A map open for rare_write_unmap(): token 0 marks a free slot. @backend:
+ * the view came from the region's backend (its unmap releases it), not the
+ * address itself (a region not yet protected when it was opened). */
+struct open_map {
+	uintptr_t start, end, view;
+	unsigned long token;
+	uint64_t backend;
+};
+
+/* A thread nested inside its own begin/end window: @extra begins beyond
+ * the outermost. tid 0 marks a free slot. */
+struct nested_window {
+	int32_t tid;
+	uint32_t extra;
+};
+
+/*
+ * Everything here is read-only once init has succeeded, and from then on
+ * written only with pwrite() into the memfd behind it (vault.c): no store,
+ * from this thread or any other, window or not, can reach it. Aligning the
+ * type (not just the object) pads it to whole pages, so the mapping over
+ * it cannot reach a neighbour. Fields written under different locks never
+ * share an 8-byte word (vault.c widens stores to words).
+ */
+struct rw_table {
+	/* registry_lock */
+	bool initialised;
+	int vault_fd; /* the memfd behind this table, once sealed */
+	const struct rw_backend *backend; /* the process-wide default */
+	const struct rw_backend *used[RW_MAX_BACKENDS]; /* set up so far */
+	unsigned nr_regions;				/* high-water mark */
+	unsigned preinit_windows; /* begin/end windows opened before init */
+	bool atfork_registered;	  /* the fork hooks are in place */
+	int32_t fork_tid; /* the forking thread, whose nested windows the child
+			     keeps */
+	int fork_pipe[2]; /* the fork handshake (fork_parent) */
+	/* The process that owns this table (getpid() at the first seal, the
+	 * child's in fork_child): a child made by a raw fork(), which ran no
+	 * fork handler, still shares it and must not write it (attack 14c). */
+	int64_t owner_pid;
+	/* Words a backend keeps out of reach of stores (rw_backend_word()),
+	 * indexed like the list of backends.c (rw_backend_index()); written
+	 * with registry_lock held or in the fork child. */
+	uint64_t backend_words[RW_MAX_BACKENDS][RW_BACKEND_WORDS];
+	struct rw_region regions[RW_MAX_REGIONS];
+	/* maps_lock */
+	uint64_t nr_maps; /* high-water mark of maps[] */
+	struct open_map maps[RW_MAX_MAPS];
+	/* nested_lock */
+	uint64_t nr_nested; /* slots of nested[] in use */
+	struct nested_window nested[RW_MAX_NESTED];
+} __attribute__((aligned(4096)));
+
+RW_HIDDEN extern struct rw_table rw_table;
+/* Set in the single-threaded fork child while its private copy of the
+ * table is mapped writable. */
+RW_HIDDEN extern bool rw_table_open_in_child;
+
+/* Store into the table: plainly before it is sealed (init, or the fork
+ * child's private copy), else through its memfd. */
+RW_HIDDEN void rw_table_store(void *dst, const void *src, size_t len);
+#define TABLE_SET(field, val)                                                  \
+	do {                                                                   \
+		__typeof__(field) v_ = (val);                                  \
+		rw_table_store(&(field), &v_, sizeof(v_));                     \
+	} while (0)
+/* Abort naming @call in a child made by a raw fork(), which shares the
+ * parent's table and memfd-backed views. */
+RW_HIDDEN void rw_owner_check(const char *call, const void *addr);
+/* A free region slot, or NULL; registry_lock held. */
+RW_HIDDEN struct rw_region *rw_region_alloc(void);
+/* Fill slot @r with @filled and publish it as @kind; registry_lock held. */
+RW_HIDDEN void rw_region_commit(struct rw_region *r,
+				const struct rw_region *filled,
+				enum rw_region_kind kind);
+
+#endif /* RAREWRITE_TABLE_H */
