@@ -15,7 +15,7 @@
  * created when all pool keys are taken shares the section key (documented
  * degradation: a window on that pool also opens the sections).
  *
- * The PKRU traps (see the README) and what this file does about them:
+ * The PKRU traps (docs/backends.md) and what this file does about them:
  *  - Threads that exist when a key is allocated keep PKRU = init_pkru, which
  *    denies even reads of the key. The keys are allocated in a constructor,
  *    before the program can have started threads, with write disabled, so
@@ -475,7 +475,7 @@ static void pkey_signal_enter(void *uc)
  * frame's saved PKRU, which any thread could have rewritten while the
  * handler ran (attack 11b), is made what the record says the interrupted
  * code held. Between this store and sigreturn's XRSTOR the frame is still
- * writable memory: that residual race is open (see the README).
+ * writable memory: that residual race is open (docs/attack-matrix.md, row 11b).
  */
 static void pkey_signal_exit(void *uc)
 {
