@@ -7,8 +7,8 @@
  * RAREWRITE_BACKEND). A backend whose init fails is reported unavailable;
  * one that starts working (pkey, process) is picked up without a change
  * here. Children send their measurements as records through a pipe; this
- * process prints the tables, checks the performance targets (check_targets()) and writes
- * the CSV and the plot data.
+ * process prints the tables, checks the performance targets
+ * (check_targets()) and writes the CSV and the plot data.
  *
  * Usage: bench [output-directory]   (BENCH_QUICK=1 for a short run;
  * BENCH_BACKENDS="pwrite mprotect" and BENCH_ONLY=suite,reads,hashtable,
