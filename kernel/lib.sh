@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: MIT
+# shellcheck shell=bash
 # kernel/lib.sh: what kernel/run, run-arm, run-debug and bisect-build share.
 # Sourced, not run. Expects KDIR (this directory) to be set.
 
-# The configuration fragments (kernel/configs/).
+# The configuration fragments (kernel/configs/), used by the scripts that
+# source this file.
+# shellcheck disable=SC2034
 X86_CONFIG=$KDIR/configs/x86.config
 ARM_CONFIG=$KDIR/configs/arm.config
 DEBUG_CONFIG=$KDIR/configs/debug.config
