@@ -19,7 +19,30 @@ series_patches() {
 	done
 }
 
-# A hash of the series, to know whether a tree holds the current one.
+# Out-of-tree patches the harness applies on top of the series, in order:
+# kernel/bench/NNNN-*.patch (the CR0.WP comparison backend). They are not
+# part of the series a maintainer reads.
+bench_patches() {
+	local p
+	for p in "$KDIR"/bench/[0-9][0-9][0-9][0-9]-*.patch; do
+		[ -e "$p" ] && printf '%s\n' "$p"
+	done
+	return 0
+}
+
+# Everything kernel/run applies with git am: the series, then bench/.
+applied_patches() {
+	series_patches
+	bench_patches
+}
+
+# A hash of the series, to know whether a tree holds the current one
+# (written to .git/rarewrite-series by whoever applied it).
 series_stamp() {
 	series_patches | xargs cat | sha256sum | cut -d' ' -f1
+}
+
+# The same for the series plus bench/ (kernel/run's .git/rarewrite-applied).
+applied_stamp() {
+	applied_patches | xargs cat | sha256sum | cut -d' ' -f1
 }
