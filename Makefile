@@ -116,6 +116,8 @@ $(B)/tools/backends: tools/backends.c $(HEADERS) $(B)/librarewrite.so
 	$(CC) $(USER_CFLAGS) $< -o $@ $(USER_LDFLAGS) -L$(B) -lrarewrite \
 		-Wl,-rpath,'$$ORIGIN/..'
 BACKENDS = $(shell $(B)/tools/backends)
+# Those that start on this machine (pkey needs protection keys).
+AVAILABLE_BACKENDS = $(shell $(B)/tools/backends --available)
 
 include tests/tests.mk
 include tests/contracts.mk

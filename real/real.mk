@@ -52,7 +52,9 @@ $(REAL)/attack-rare: real/sqlite/attack.c $(REAL)/rare.o $(B)/librarewrite.so
 REAL_BINS := $(REAL)/sqlite3-plain $(REAL)/sqlite3-rare \
 	$(REAL)/attack-plain $(REAL)/attack-rare
 
-check-real: $(REAL_BINS)
-	CC="$(CC)" REAL_CFLAGS="$(REAL_CFLAGS)" real/sqlite/run $(REAL)
+# Every backend that starts here (REAL_BACKENDS=... to choose).
+check-real: $(REAL_BINS) $(B)/tools/backends
+	CC="$(CC)" REAL_CFLAGS="$(REAL_CFLAGS)" \
+		REAL_BACKENDS="$${REAL_BACKENDS:-$(AVAILABLE_BACKENDS)}" real/sqlite/run $(REAL)
 
 .PHONY: check-real

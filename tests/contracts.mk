@@ -6,7 +6,7 @@
 CXX_FLAGS := $(CFLAGS) -Wall -Wextra -Wpedantic -Werror -Iinclude
 CXX_LINK = $(USER_LDFLAGS) -L$(B) -lrarewrite -Wl,-rpath,'$$ORIGIN/..'
 CXX_HEADERS := $(HEADERS) include/rarewrite.hpp
-CXX_BACKENDS ?= pwrite shadow mprotect process pkey
+CXX_BACKENDS ?= $(BACKENDS)
 
 $(B)/tests/cxx-gcc: tests/test_cxx.cc $(CXX_HEADERS) $(B)/librarewrite.so
 	@mkdir -p $(dir $@)
@@ -89,8 +89,8 @@ $(EXPORT)/foo_main: examples/export/main.c $(EXPORT)/libfoo.so
 	$(CC) $(USER_CFLAGS) -fPIE -pie -Iexamples/export $< -o $@ $(USER_LDFLAGS) \
 		-L$(EXPORT) -lfoo -L$(B) -lrarewrite \
 		-Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/..'
-check-export: $(EXPORT)/foo_main
-	sh tests/check-export.sh $(B) "$(CC)"
+check-export: $(EXPORT)/foo_main $(B)/tools/backends
+	sh tests/check-export.sh $(B) "$(CC)" "$(AVAILABLE_BACKENDS)"
 
 # A library's sealing constructor in a file linked before the one that
 # includes the header (rare_write_seal_self(3), "Constructor order").
@@ -102,10 +102,10 @@ $(SEALORDER)/libsealorder.so: tests/seal_order/a.c tests/seal_order/b.c $(HEADER
 $(SEALORDER)/main: tests/seal_order/main.c $(SEALORDER)/libsealorder.so
 	$(CC) $(USER_CFLAGS) $< -o $@ $(USER_LDFLAGS) -L$(SEALORDER) -lsealorder -L$(B) -lrarewrite \
 		-Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/..'
-check-seal-order: $(SEALORDER)/main
-	@for b in pwrite shadow mprotect process; do \
+check-seal-order: $(SEALORDER)/main $(B)/tools/backends
+	@for b in $(AVAILABLE_BACKENDS); do \
 		RAREWRITE_BACKEND=$$b $(SEALORDER)/main || { echo "FAIL seal order on $$b: status $$?"; exit 1; }; \
-	done; echo "ok   seal order: a library's constructor in another file seals after registration (pwrite shadow mprotect process)"
+	done; echo "ok   seal order: a library's constructor in another file seals after registration ($(AVAILABLE_BACKENDS))"
 
 check: check-cxx check-version check-seal-order check-build check-driver check-attributes check-export
 
