@@ -62,8 +62,13 @@ failed() {
 # namespace, and no network for the build itself.
 root=$out/chroot
 step "debootstrap --variant=buildd $suite (log: $B/deb/debootstrap.log)"
-debootstrap --variant=buildd "$suite" "$root" "$mirror" >"$out/debootstrap.log" 2>&1 ||
-	failed "$out/debootstrap.log" "debootstrap failed"
+# Twice, as .ci/run's apt-get: the mirror syncs while we read it.
+debootstrap --variant=buildd "$suite" "$root" "$mirror" >"$out/debootstrap.log" 2>&1 || {
+	echo "check-deb: debootstrap failed, again in 30s"
+	sleep 30
+	rm -rf "$root"
+	debootstrap --variant=buildd "$suite" "$root" "$mirror" >"$out/debootstrap.log" 2>&1
+} || failed "$out/debootstrap.log" "debootstrap failed"
 cat >"$root/etc/apt/sources.list" <<EOF
 deb $mirror $suite main
 deb $mirror $suite-updates main
@@ -73,9 +78,12 @@ echo 'Acquire::Retries "5";' >"$root/etc/apt/apt.conf.d/80retries"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 copy_source "$root/build/$name"
 step "the Build-Depends in the chroot (log: $B/deb/build-dep.log)"
-chroot "$root" sh -c "apt-get update -q && cd /build/$name &&
-	DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -q --no-install-recommends ./" \
-	>"$out/build-dep.log" 2>&1 || failed "$out/build-dep.log" "apt-get build-dep failed"
+build_dep() {
+	chroot "$root" sh -c "apt-get update -q && cd /build/$name &&
+		DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -q --no-install-recommends ./" \
+		>>"$out/build-dep.log" 2>&1
+}
+build_dep || { sleep 30 && build_dep; } || failed "$out/build-dep.log" "apt-get build-dep failed"
 chown -R nobody:nogroup "$root/build"
 step "dpkg-buildpackage -us -uc -b in the chroot, user nobody, no network, tests on (log: $B/deb/build.log)"
 unshare --net --mount --pid --fork --mount-proc="$root/proc" \
