@@ -23,6 +23,7 @@
 
 #include "rarewrite.h"
 #include "internal.h"
+#include "critical.h"
 #include "table.h"
 
 /* Serialises init, region creation and destruction, and fork. */

@@ -35,6 +35,7 @@
 
 #include "rarewrite.h"
 #include "internal.h"
+#include "critical.h"
 
 extern int __sigaction(int sig, const struct sigaction *act,
 		       struct sigaction *old);

@@ -5,9 +5,10 @@
 #  1. the only way into a backend (src/backend/) from the core (src/) is
 #     its ops table, rw_backend_<name>, and only the list of backends
 #     (src/backends.c) takes it;
-#  2. a backend uses of the core only what src/internal.h declares (the
-#     core's interface); of src/backend/ only helpers, objects that define
-#     no ops table (memfd_region.c for pwrite and shadow, process_*.c);
+#  2. a backend uses of the core only what src/internal.h and
+#     src/critical.h declare (the core's interface); of src/backend/ only
+#     helpers, objects that define no ops table (memfd_region.c for pwrite
+#     and shadow, process_*.c);
 #  3. without the edges of rule 1, the objects call each other in no
 #     cycle (tsort);
 #  4. and the cycle check does fail on this graph plus one edge back from
@@ -42,8 +43,9 @@ awk 'NR == FNR {def[$2] = $1; next}
 	"$out/defs" "$out/undefs" | sort -u >"$out/edges"
 [ -s "$out/edges" ] || bad "no references between the objects"
 
-# the core's interface: every identifier src/internal.h declares
-tr -c 'A-Za-z0-9_' '\n' <src/internal.h | grep '^rw_' | sort -u >"$out/interface"
+# the core's interface: every identifier src/internal.h and src/critical.h
+# declare
+cat src/internal.h src/critical.h | tr -c 'A-Za-z0-9_' '\n' | grep '^rw_' | sort -u >"$out/interface"
 # objects that define an ops table: the backends proper
 awk '$2 ~ /^rw_backend_[a-z]+$/ && $1 ~ /^src\/backend\// {print $1}' \
 	"$out/defs" | sort -u >"$out/backends"
@@ -63,7 +65,7 @@ while read -r from to sym; do
 	fi
 	if [ $fb = 1 ] && [ $tb = 0 ]; then
 		grep -qx "$sym" "$out/interface" ||
-			bad "backend $from uses $sym of $to, which src/internal.h does not declare"
+			bad "backend $from uses $sym of $to, which src/internal.h and src/critical.h do not declare"
 	fi
 	if [ $fb = 1 ] && [ $tb = 1 ] && grep -qx "$to" "$out/backends"; then
 		bad "backend $from uses $sym of backend $to"
@@ -85,5 +87,5 @@ fi
 cycle "$out/control" >/dev/null ||
 	bad "control: an edge from say.o back to region.o made no cycle"
 
-[ $fail -eq 0 ] && echo "check-deps: ok ($(awk '{print $1}' "$out/defs" | sort -u | wc -l) objects, $(sort -u "$out/layered" | wc -l) dependencies in no cycle, $(wc -l <"$out/backends") backends reached only through their ops tables, using only src/internal.h; a cycle is caught)"
+[ $fail -eq 0 ] && echo "check-deps: ok ($(awk '{print $1}' "$out/defs" | sort -u | wc -l) objects, $(sort -u "$out/layered" | wc -l) dependencies in no cycle, $(wc -l <"$out/backends") backends reached only through their ops tables, using only src/internal.h and src/critical.h; a cycle is caught)"
 exit $fail

@@ -141,7 +141,8 @@ check: check-inventory
 
 # The library's layering from its objects (nm): no cycle among src/ files,
 # backends reached only through their ops tables and using only the core's
-# interface (src/internal.h); the check must also catch a cycle it is given.
+# interface (src/internal.h, src/critical.h); the check must also catch a
+# cycle it is given.
 check-deps: all
 	sh tests/check-deps.sh $(B)
 

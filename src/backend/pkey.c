@@ -61,6 +61,7 @@
 
 #include "rarewrite.h"
 #include "internal.h"
+#include "critical.h"
 
 /* This backend's ops table (at the end), listed in backends.c. */
 extern const struct rw_backend rw_backend_pkey RW_HIDDEN;
