@@ -16,13 +16,14 @@
  * nothing that takes a libc lock or goes through the library's interposers
  * (no malloc, no stdio, no abort, no sigaction(): another thread of the
  * program may have held their locks when it was cloned). Its system calls
- * are made directly (sys() below). Before serving it drops what it does not
- * need of that copy: every anonymous mapping (the program's heap, its other
- * threads' stacks, its buffers, the dynamic loader's own data) but its own
- * stack and thread block; what stays is the loaded objects (code, data,
- * .bss). Since the loader's data is gone, nothing after that may resolve a
- * lazily bound symbol: the few libc functions it calls (memset, memmove,
- * memcpy, strchr, strncmp) are called once before (warm_up()).
+ * are made directly (sys(), process_syscall.h). Before serving it drops what
+ * it does not need of that copy: every anonymous mapping (the program's
+ * heap, its other threads' stacks, its buffers, the dynamic loader's own
+ * data) but its own stack and thread block; what stays is the loaded objects
+ * (code, data, .bss). Since the loader's data is gone, nothing after that
+ * may resolve a lazily bound symbol: the few libc functions it calls
+ * (memset, memmove, memcpy, strchr, strncmp) are called once before
+ * (warm_up()).
  *
  * Every request comes whole in one message (process_ring.h), into helper
  * memory; only the program's own messages are served (the kernel's
@@ -47,6 +48,8 @@
 #include "internal.h"
 #include "process_helper.h"
 #include "process_ring.h"
+#include "process_seccomp.h"
+#include "process_syscall.h"
 
 static __attribute__((noreturn)) void sys_exit(int code)
 {
