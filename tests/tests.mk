@@ -139,12 +139,14 @@ check-inventory: all
 check: check-inventory
 .PHONY: check-inventory
 
-# The library's layering from its objects (nm): no cycle among src/ files,
-# backends reached only through their ops tables and using only the core's
-# interface (src/internal.h, src/critical.h); the check must also catch a
-# cycle it is given.
+# The library's layering from its objects (nm) and the headers of src/ they
+# include (the calls of their inline functions; a header named after a
+# source is that source's): no cycle among src/ files, backends reached
+# only through their ops tables and using only the core's interface
+# (src/internal.h, src/critical.h); the check must also catch a cycle it is
+# given. It compiles each header of src/ alone, as the library's objects.
 check-deps: all
-	sh tests/check-deps.sh $(B)
+	CC='$(CC)' LIB_CFLAGS='$(LIB_CFLAGS)' sh tests/check-deps.sh $(B)
 
 check: check-deps
 .PHONY: check-deps
