@@ -47,6 +47,15 @@ check-cxx: $(B)/tests/cxx-gcc $(B)/tests/cxx-clang
 	done; \
 	echo "check-cxx: $$p passed, $$f failed, $$s skipped"; [ $$f -eq 0 ]
 
+# A program linked without rarewrite.ld: rare_write_init() returns -ENOEXEC
+# with one line saying how to link, as rare_write_init(3) promises.
+$(B)/tests/unlinked: tests/link/unlinked.c $(HEADERS) $(B)/librarewrite.so
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) $< -o $@ -L$(B) -lrarewrite -Wl,-rpath,'$$ORIGIN/..'
+
+check-unlinked: $(B)/tests/unlinked
+	$(B)/tests/unlinked
+
 # VERSION against the header, the library's file and soname, rarewrite.pc,
 # rare_write_version(), the manual and debian/changelog.
 check-version: all
@@ -111,7 +120,7 @@ check-seal-order: $(SEALORDER)/main $(B)/tools/backends
 		RAREWRITE_BACKEND=$$b $(SEALORDER)/main || { echo "FAIL seal order on $$b: status $$?"; exit 1; }; \
 	done; echo "ok   seal order: a library's constructor in another file seals after registration ($(AVAILABLE_BACKENDS))"
 
-check: check-cxx check-version check-seal-order check-build check-driver check-attributes check-export
+check: check-cxx check-unlinked check-version check-seal-order check-build check-driver check-attributes check-export
 
 # Rewrite the layout baseline on purpose (a release that changes the ABI
 # says so in debian/changelog and the version node).
@@ -179,5 +188,5 @@ shellcheck:
 	shellcheck -S warning $$all && shellcheck $(OWN_SCRIPTS) && \
 	echo "shellcheck: $$(echo $$all | wc -w) scripts clean at warning severity, $(words $(OWN_SCRIPTS)) at every severity; pending: $(SHELLCHECK_PENDING)"
 
-.PHONY: check-seal-order check-cxx check-version check-build check-driver check-attributes check-export \
+.PHONY: check-seal-order check-cxx check-unlinked check-version check-build check-driver check-attributes check-export \
 	abi-baseline check-install-cmake check-musl check-clang-werror scan-build analyzer shellcheck
