@@ -142,9 +142,10 @@ static void source_name(struct dm *d)
 /* <substitution> ::= S_ | S <seq-id> _ | Sa | Sb | Ss | Si | So | Sd */
 static void substitution(struct dm *d)
 {
+	/* the text inline, no pointers: the table stays in .rodata */
 	static const struct {
 		char c;
-		const char *text;
+		char text[72];
 	} abbrev[] = {
 		{'a', "std::allocator"},
 		{'b', "std::basic_string"},
@@ -367,7 +368,7 @@ static void nested_name(struct dm *d, struct name_info *ni)
 
 static const struct {
 	char c;
-	const char *name;
+	char name[20];
 } builtins[] = {
 	{'v', "void"},	      {'w', "wchar_t"},
 	{'b', "bool"},	      {'c', "char"},
