@@ -21,9 +21,11 @@ CC=${2:-cc}
 out=$B/driver
 mkdir -p "$out"
 fail=0
+nbad=0
 bad() {
 	echo "check-driver: $*" >&2
 	fail=1
+	nbad=$((nbad + 1))
 }
 drv=tools/rarewrite-cc
 src=tests/compile_fail/driver_sites.c
@@ -38,6 +40,7 @@ check_file() {
 	want=$(grep -n UNCONVERTED "$src" | grep -v '^[0-9]*: \*' | cut -d: -f1 | sort -n | tr '\n' ' ')
 	want_notes=$(grep -n ADDRESS_ONLY "$src" | grep -v '^[0-9]*: \*' | cut -d: -f1 | sort -n | tr '\n' ' ')
 	for cc; do
+		was=$nbad
 		$cc $fl -Werror -fsyntax-only "$src" || bad "$src does not compile as it is ($cc)"
 		if $drv --check-only $cc $fl -c "$src" 2>"$out/sites"; then
 			bad "--check-only exited 0 with sites to report ($cc)"
@@ -51,12 +54,13 @@ check_file() {
 		[ "$want_notes" = "$notes" ] || bad "$cc: want notes at $want_notes, the driver noted $notes"
 		other=$(grep -v -e ': rarewrite: write site: ' -e ': rarewrite: note: address taken, not a write: ' "$out/sites" || true)
 		[ -z "$other" ] || bad "$cc: the driver printed more than site and note lines: $other"
-		echo "ok   driver ($cc, $src): lines $got, notes $notes"
+		[ $nbad -ne "$was" ] || echo "ok   driver ($cc, $src): lines $got, notes $notes"
 	done
 }
 
-check_file "$src" "$flags" $CC $(command -v clang || true)
-for cc in $CC $(command -v clang || true); do
+clang=$(command -v clang || true)
+check_file "$src" "$flags" $CC $clang
+for cc in $CC $clang; do
 	if $cc $flags -DRAREWRITE_CHECK_WRITES -fsyntax-only "$src" 2>"$out/plain"; then
 		bad "$cc: -DRAREWRITE_CHECK_WRITES alone accepted the suffix spelling"
 	fi
