@@ -20,10 +20,12 @@
  * naming the call for memory that is not protected. Its constructors are
  * constexpr, so the initial value is in the section at link time and no
  * constructor stores to sealed memory; one that would run at start-up
- * instead (a T whose constructor is not constexpr, an initial value that
- * is not a constant expression) does not build, with g++ and clang++
- * (protected_value(3)). It has no way to store but write() and update(),
- * in any build, so C++ code needs no check mode for it.
+ * instead does not build: a default T that is not a constant expression
+ * with every compiler, any initial value that is not one with clang++, or
+ * with every compiler where the declaration starts with
+ * RAREWRITE_CONSTINIT (protected_value(3)). It has no way to store but
+ * write() and update(), in any build, so C++ code needs no check mode for
+ * it.
  */
 #ifndef RAREWRITE_HPP
 #define RAREWRITE_HPP
