@@ -25,7 +25,7 @@ __wr_rare long budget;
 namespace detail
 {
 struct ledger {
-	static long total;
+	static WR_RARE_EXTERN long total; // __wr_rare on the definition
 };
 __wr_rare long ledger::total;
 } // namespace detail
