@@ -194,6 +194,19 @@ RAREWRITE_API void rare_pool_destroy(struct rare_pool *pool);
 #define rare_write_map(addr, len) (rare_write_map)((void *)(addr), (len))
 #endif
 
+/* A plain store to protected @var meant for before rare_write_init() (it
+ * faults after), accepted by check mode: rare_write_before_init(3). */
+#ifndef RAREWRITE_CHECK_WRITES
+#define rare_write_before_init(var, val) ((var) = (val))
+#else
+#define rare_write_before_init(var, val)                                       \
+	(__extension__({                                                       \
+		__typeof__(var) rare_write_val_ = (val);                       \
+		(void)sizeof(&(var));                                          \
+		rare_write_val_;                                               \
+	}))
+#endif
+
 /* Internal: seal one object's section, for rare_write_seal_self() below:
  * rare_write_seal_self(3). */
 RAREWRITE_API int rare_write_seal_section_(void *start, void *stop);

@@ -12,6 +12,11 @@
  * the file is not stripped) and .dynsym. An object loaded after the last
  * preparation is found in /proc/self/maps.
  *
+ * C++ names are demangled as they are printed, by demangle.c (no malloc,
+ * no libstdc++), and compiler suffixes made readable ("app::budget", not
+ * "_ZN3app6budgetE.lto_priv.0"); a name it does not fully understand is
+ * printed as the symbol table has it.
+ *
  * The list is needed, not only /proc/self/maps: backends built on a memfd
  * replace the pages of a __wr_rare section, so its addresses no longer map
  * the object's file.
@@ -37,6 +42,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "demangle.h"
 #include "internal.h"
 
 #define RW_MAX_OBJECTS 128
@@ -344,7 +350,7 @@ void rw_buf_hex(struct rw_buf *b, uintptr_t v)
 
 bool rw_symbolize(struct rw_buf *b, uintptr_t addr, char *file, size_t file_len)
 {
-	char path[RW_PATH_MAX], name[128];
+	char path[RW_PATH_MAX], name[256];
 	const struct object_list *l = &symbolize_objects;
 	unsigned nr = __atomic_load_n(&l->nr, __ATOMIC_ACQUIRE);
 	uintptr_t bias = 0, lo = 0, off = 0;
@@ -380,7 +386,11 @@ bool rw_symbolize(struct rw_buf *b, uintptr_t addr, char *file, size_t file_len)
 	strncpy(file, base_name(path), file_len - 1);
 	file[file_len - 1] = 0;
 	if (found) {
-		rw_buf_puts(b, name);
+		if (rw_demangle(name, b->s + b->len, sizeof(b->s) - b->len))
+			while (b->s[b->len])
+				b->len++;
+		else
+			rw_buf_puts(b, name);
 		rw_buf_puts(b, "+");
 		rw_buf_hex(b, off);
 	}

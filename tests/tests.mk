@@ -106,9 +106,11 @@ check-install:
 		sed -n "$$((line - 1))p" rarewrite.ld | grep -q 'gold is not supported' || \
 		{ echo "FAIL check-install: gold's error does not point at the note"; cat $(B)/gold.err; exit 1; }; \
 	echo "ok   check-install: ld.gold refused at rarewrite.ld:$$line"
-	@# Linked without the fragment, init must refuse loudly (SIGABRT = 134).
+	@# Linked without the fragment, init must refuse loudly: -ENOEXEC
+	@# and one line saying how to link (the demo then exits 1).
 	$(CC) -Iinclude examples/handlers.c -o $(B)/handlers-no-fragment $(B)/librarewrite.a -pthread
-	$(B)/handlers-no-fragment 2>$(B)/no-fragment.err; test $$? -eq 134 && grep -q 'pkg-config' $(B)/no-fragment.err
+	$(B)/handlers-no-fragment >$(B)/no-fragment.out 2>$(B)/no-fragment.err; test $$? -eq 1 && \
+		grep -q 'pkg-config' $(B)/no-fragment.err && grep -q 'Exec format error' $(B)/no-fragment.out
 	@echo "check-install: ok"
 
 .PHONY: check-install
