@@ -138,6 +138,42 @@ RAREWRITE_API unsigned long long rare_write_add_(void *dst, size_t size,
 						 (unsigned long long)(delta)); \
 	}))
 
+/* Set the bits @bits in the protected integer @var (var |= bits),
+ * serialised with rare_write_add(); evaluates to the new value:
+ * rare_write_or(3). */
+RAREWRITE_API unsigned long long rare_write_or_(void *dst, size_t size,
+						unsigned long long bits)
+	RAREWRITE_NONNULL(1);
+#define rare_write_or(var, bits)                                               \
+	(__extension__({                                                       \
+		__typeof__(var) *rare_write_or_dst_ = &(var);                  \
+		rare_write_static_assert_(                                     \
+			sizeof(var) == 1 || sizeof(var) == 2 ||                \
+				sizeof(var) == 4 || sizeof(var) == 8,          \
+			"rare_write_or: integers of 1, 2, 4, 8 bytes");        \
+		(__typeof__(var))rare_write_or_((void *)rare_write_or_dst_,    \
+						sizeof(var),                   \
+						(unsigned long long)(bits));   \
+	}))
+
+/* Keep only the bits @mask of the protected integer @var (var &= mask),
+ * serialised with rare_write_add(); evaluates to the new value:
+ * rare_write_or(3). */
+RAREWRITE_API unsigned long long rare_write_and_(void *dst, size_t size,
+						 unsigned long long mask)
+	RAREWRITE_NONNULL(1);
+#define rare_write_and(var, mask)                                              \
+	(__extension__({                                                       \
+		__typeof__(var) *rare_write_and_dst_ = &(var);                 \
+		rare_write_static_assert_(                                     \
+			sizeof(var) == 1 || sizeof(var) == 2 ||                \
+				sizeof(var) == 4 || sizeof(var) == 8,          \
+			"rare_write_and: integers of 1, 2, 4, 8 bytes");       \
+		(__typeof__(var))rare_write_and_((void *)rare_write_and_dst_,  \
+						 sizeof(var),                  \
+						 (unsigned long long)(mask));  \
+	}))
+
 /* Open and close a window of direct stores on the calling thread, on
  * backends with RARE_WRITE_CAP_BEGIN_END: rare_write_begin(3). */
 RAREWRITE_API void rare_write_begin(void);
