@@ -217,6 +217,13 @@ RAREWRITE_API void rare_free(struct rare_pool *pool, void *obj);
 /* Resize an object of @pool, keeping it protected: rare_alloc(3). */
 RAREWRITE_API void *rare_realloc(struct rare_pool *pool, void *obj, size_t size)
 	RAREWRITE_NONNULL(1) __attribute__((alloc_size(3)));
+/* The longest pool name, with its NUL: rare_pool_set_name(3). */
+#define RARE_POOL_NAME_MAX 32
+/* Name @pool (printable ASCII, shorter than RARE_POOL_NAME_MAX; NULL: no
+ * name) for the fault report; 0 or -errno: rare_pool_set_name(3). */
+RAREWRITE_API RAREWRITE_MUST_CHECK int
+rare_pool_set_name(struct rare_pool *pool, const char *name)
+	RAREWRITE_NONNULL(1);
 /* Unmap a pool and everything allocated from it: rare_pool_create(3). */
 RAREWRITE_API void rare_pool_destroy(struct rare_pool *pool);
 
