@@ -8,15 +8,17 @@
 #include "internal.h"
 #include "process_ring.h"
 
-/* The helper's name in /proc/<pid>/comm. */
+/* The names of the helper and of its keeper in /proc/<pid>/comm. */
 #define PRW_HELPER_COMM "rarewrite-hlp"
+#define PRW_KEEPER_COMM "rarewrite-kpr"
 
 /*
  * Start the helper, serving the requests that come on @sock (the
- * helper's end of the socketpair; the caller closes its copy). Returns the
- * helper's pid, or -errno. The helper first sends one int32 0 on @sock
- * once it is ready.
+ * helper's end of the socketpair; the caller closes its copy), as no child
+ * of ours: 0 or -errno. Once ready the helper sends a struct prw_ready on
+ * @sock (its pid); when it ends its keeper sends a struct prw_reply with
+ * seq PRW_SEQ_FATE (process_ring.h).
  */
-RW_HIDDEN pid_t prw_helper_spawn(int sock);
+RW_HIDDEN int prw_helper_spawn(int sock);
 
 #endif /* RAREWRITE_PROCESS_HELPER_H */
