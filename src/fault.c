@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "pool.h"
+#include "pool_layout.h"
 
 /* The faulting pc, and whether the access was a write (false when the
  * architecture does not say: then every fault in protected memory counts,

@@ -23,7 +23,7 @@
 
 #include "rarewrite.h"
 #include "internal.h"
-#include "pool.h"
+#include "pool_layout.h"
 
 /* Allocation is serialised per pool; the locks cannot live in the
  * read-only pool, so pools hash onto a few of them. */

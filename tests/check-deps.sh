@@ -84,14 +84,28 @@ for h in src/*.h src/backend/*.h; do
 			  if ($i ~ /^src\/.*\.h$/ && $i != h) print h, $i}
 	     !/\\$/ {exit}' "${ho%.o}.d" >>"$out/headers/includes"
 done
-# a header's own: less what a header it includes calls
+# what the public headers' inline functions call (rare_write_seal_self()
+# calls into the core): a header of src/ that includes them does not call
+# it, the programs that use the inline do; include/ is left out
+: >"$out/headers/public"
+for h in include/rarewrite.h include/rarewrite/list.h; do
+	ho=$out/headers/public.o
+	# shellcheck disable=SC2086 # LIB_CFLAGS is a list of flags
+	$CC $LIB_CFLAGS -fkeep-inline-functions -x c -c "$h" -o "$ho" ||
+		bad "$h does not compile alone"
+	nm -u "$ho" | awk '{print $NF}' >>"$out/headers/public"
+done
+# a header's own: less what a header it includes calls, less the public
+# headers' calls
 awk 'FNR == 1 {pass++}
-     pass == 1 {inc[$1] = inc[$1] " " $2; next}
-     pass == 2 {calls[$1, $2] = 1; next}
+     pass == 1 {public[$1] = 1; next}
+     pass == 2 {inc[$1] = inc[$1] " " $2; next}
+     pass == 3 {calls[$1, $2] = 1; next}
+     $2 in public {next}
      {n = split(inc[$1], i, " ")
       for (k = 1; k <= n; k++) if ((i[k], $2) in calls) next
-      print}' "$out/headers/includes" "$out/headers/calls" \
-	"$out/headers/calls" >"$out/inline-calls"
+      print}' "$out/headers/public" "$out/headers/includes" \
+	"$out/headers/calls" "$out/headers/calls" >"$out/inline-calls"
 # ... taken as undefined by each object that includes the header
 awk 'NR == FNR {calls[$1] = calls[$1] " " $2; next}
      $2 in calls {n = split(calls[$2], s, " ")

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pool.h - the head of a pool (its first bookkeeping page), shared by
+ * pool_layout.h - the head of a pool (its first bookkeeping page), shared by
  * pool.c, which owns it, and the fault report, which prints a pool's name
  * from it (rw_pool_name(), an inline that calls nothing, so the report
  * does not depend on the allocator).
  */
-#ifndef RAREWRITE_POOL_H
-#define RAREWRITE_POOL_H
+#ifndef RAREWRITE_POOL_LAYOUT_H
+#define RAREWRITE_POOL_LAYOUT_H
 
 #include <stdint.h>
 
@@ -71,4 +71,4 @@ static inline void rw_pool_name(const struct rw_region *r, char *out)
 	out[i] = 0;
 }
 
-#endif /* RAREWRITE_POOL_H */
+#endif /* RAREWRITE_POOL_LAYOUT_H */
