@@ -18,7 +18,7 @@ $(B)/tests/cxx-clang: tests/test_cxx.cc $(CXX_HEADERS) $(B)/librarewrite.so
 
 # Each public header alone as C++ with both compilers; protected_value's
 # stores do not compile; then the C++ test per backend (one that this
-# machine lacks says so and counts as skipped).
+# machine lacks says so and counts as skipped; none run is a failure).
 check-cxx: $(B)/tests/cxx-gcc $(B)/tests/cxx-clang
 	@for cxx in g++ clang++; do \
 		for h in rarewrite.h rarewrite/list.h rarewrite.hpp; do \
@@ -41,6 +41,7 @@ check-cxx: $(B)/tests/cxx-gcc $(B)/tests/cxx-clang
 			[ -z "$${5:-}" ] || s=$$((s + $$5)); \
 		done; \
 	done; \
+	[ $$p -gt 0 ] || { echo "FAIL check-cxx: the C++ test passed on no backend"; f=$$((f + 1)); }; \
 	echo "check-cxx: $$p passed, $$f failed, $$s skipped"; [ $$f -eq 0 ]
 
 # VERSION against the header, the library's file and soname, rarewrite.pc,
