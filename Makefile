@@ -110,14 +110,17 @@ uninstall: uninstall-man
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/rarewrite $(DESTDIR)$(CMAKEDIR) 2>/dev/null
 
 # The library's backends (rare_write_backends(3)), for the loops of the
-# .mk files: expanded when a recipe runs, after $(B)/tools/backends is built.
+# .mk files: expanded when a recipe runs, so a target whose recipe reads
+# them has $(B)/tools/backends among its prerequisites. Empty is an error,
+# never a loop over nothing.
 $(B)/tools/backends: tools/backends.c $(HEADERS) $(B)/librarewrite.so
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) $< -o $@ $(USER_LDFLAGS) -L$(B) -lrarewrite \
 		-Wl,-rpath,'$$ORIGIN/..'
-BACKENDS = $(shell $(B)/tools/backends)
+NO_BACKENDS = $(error $@: $(B)/tools/backends$(if $(1), $(1)) printed no backend (is $(B)/tools/backends a prerequisite of $@?))
+BACKENDS = $(or $(shell $(B)/tools/backends),$(call NO_BACKENDS))
 # Those that start on this machine (pkey needs protection keys).
-AVAILABLE_BACKENDS = $(shell $(B)/tools/backends --available)
+AVAILABLE_BACKENDS = $(or $(shell $(B)/tools/backends --available),$(call NO_BACKENDS,--available))
 
 include tests/tests.mk
 include tests/contracts.mk

@@ -19,7 +19,7 @@ $(B)/tests/cxx-clang: tests/test_cxx.cc $(CXX_HEADERS) $(B)/librarewrite.so
 # Each public header alone as C++ with both compilers; protected_value's
 # stores do not compile; then the C++ test per backend (one that this
 # machine lacks says so and counts as skipped; none run is a failure).
-check-cxx: $(B)/tests/cxx-gcc $(B)/tests/cxx-clang
+check-cxx: $(B)/tests/cxx-gcc $(B)/tests/cxx-clang $(B)/tools/backends
 	@for cxx in g++ clang++; do \
 		for h in rarewrite.h rarewrite/list.h rarewrite.hpp; do \
 			echo "#include <$$h>" | $$cxx -x c++ -std=c++11 $(CXX_FLAGS) -fsyntax-only - || \
