@@ -18,6 +18,17 @@ VERSION_MAJOR := $(word 1,$(subst ., ,$(VERSION)))
 SONAME := librarewrite.so.$(VERSION_MAJOR)
 REALNAME := librarewrite.so.$(VERSION)
 
+# `make check` on a fresh Debian machine: before anything is built, the
+# packages its lanes need (tools/packages, section [check]) are installed
+# when run as root, or named in one apt-get line and make stops. With all
+# of them there it installs nothing and needs no root.
+ifneq ($(filter check,$(MAKECMDGOALS)),)
+CHECK_PACKAGES := $(shell tools/need-packages check >&2)
+ifneq ($(.SHELLSTATUS),0)
+$(error make check: the packages above are missing (run it as root to install them))
+endif
+endif
+
 # glibc only: src/signal.c calls glibc's __sigaction and the pkey backend
 # pkey_mprotect(), which musl lacks. Refuse before compiling anything.
 ifneq ($(MAKECMDGOALS),clean)
