@@ -1,0 +1,107 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# check-fresh.sh - the README's two commands on a fresh Debian 12, as root:
+# debootstrap bookworm (minbase with build-essential and git) into a scratch
+# folder, git clone this checkout's HEAD into it (what is not committed is
+# not tested), and run `make demo` and `make check` there as root, so that
+# make check has to install what its lanes need by itself.
+#
+# The chroot's apt reaches the archive as the host's does: the host's
+# sources (and the keyrings they name) and its Acquire settings (retries,
+# proxy, date checks) are copied in. /proc, /sys, /dev and a fresh
+# /dev/shm are mounted in a mount namespace of their own (unshare -m), so
+# they go away with it on every exit path, a killed run included; the
+# scratch folder is removed at exit (rm --one-file-system).
+#
+# Environment: FRESH_MIRROR (default: the host's bookworm archive),
+# FRESH_KEEP=1 keeps the scratch folder, TMPDIR where it goes.
+set -eu
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+say() { echo "check-fresh: $*"; }
+die() { say "$*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, mount)"
+for t in debootstrap unshare git; do
+	command -v $t >/dev/null || die "$t not found (tools/need-packages ci installs it)"
+done
+head=$(git -C "$top" rev-parse HEAD)
+git -C "$top" diff --quiet HEAD || say "uncommitted changes are not tested: cloning $head"
+
+# shellcheck disable=SC2016 # apt-get's own $(SITE) fields
+mirror=${FRESH_MIRROR:-$(apt-get indextargets --format '$(SITE) $(RELEASE)' \
+	'Created-By: Packages' 2>/dev/null | awk '$2 == "bookworm" { print $1; exit }')}
+mirror=${mirror:-http://deb.debian.org/debian}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/check-fresh.XXXXXX")
+root=$work/root
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup() {
+	rc=$?
+	if [ "${FRESH_KEEP:-0}" = 1 ]; then
+		say "kept $work"
+	else
+		# The mounts lived in the namespace of `unshare -m` and are gone;
+		# --one-file-system stops at any that were not.
+		rm -rf --one-file-system "$work"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+t0=$(date +%s)
+say "debootstrap bookworm (minbase, build-essential, git) from $mirror"
+debootstrap --variant=minbase --include=build-essential,git bookworm "$root" "$mirror" \
+	>"$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log"; die "debootstrap failed"; }
+t1=$(date +%s)
+say "debootstrap: $((t1 - t0)) s, $(du -sm "$root" | cut -f1) MB"
+
+# apt as on the host: sources, the keyrings they name, Acquire settings.
+rm -f "$root"/etc/apt/sources.list "$root"/etc/apt/sources.list.d/*
+for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+	[ -f "$f" ] || continue
+	cp "$f" "$root$f"
+	sed -n 's/.*[Ss]igned-[Bb]y[:=] *\([^] ]*\).*/\1/p' "$f" | while read -r key; do
+		[ -f "$key" ] && [ ! -e "$root$key" ] &&
+			{ mkdir -p "$(dirname "$root$key")"; cp "$key" "$root$key"; }
+		true
+	done
+done
+for f in /etc/apt/apt.conf.d/*; do
+	grep -qE 'Acquire::(Retries|Check-Valid-Until|Check-Date|https?::Proxy)' "$f" 2>/dev/null &&
+		cp "$f" "$root$f"
+done
+cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+
+git clone -q --no-hardlinks "$top" "$root/root/rarewrite"
+git -C "$root/root/rarewrite" fetch -q "$top" HEAD
+git -C "$root/root/rarewrite" checkout -q --detach FETCH_HEAD
+
+# Inside a mount namespace of its own: mount, run the README's commands as
+# root with a clean environment, unmount (the namespace ends in any case).
+say "make demo and make check in the chroot, as root"
+set +e
+# shellcheck disable=SC2016 # expanded by the shell in the namespace
+unshare -m --propagation private sh -eu -c '
+	root=$1
+	mount -t proc proc "$root/proc"
+	mount -t sysfs sys "$root/sys"
+	mount --bind /dev "$root/dev"
+	mount -t tmpfs -o mode=1777,nosuid,nodev shm "$root/dev/shm"
+	trap "umount -l \"\$root/dev/shm\" \"\$root/dev\" \"\$root/sys\" \"\$root/proc\"" EXIT
+	chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+		sh -c "cd /root/rarewrite && make demo && make check"
+' check-fresh "$root" >"$work/make.log" 2>&1
+rc=$?
+set -e
+t2=$(date +%s)
+grep -E '^need-packages:|^check-cxx: [0-9]|^[0-9]+ passed, [0-9]+ failed' "$work/make.log" || true
+[ $rc = 0 ] || { tail -40 "$work/make.log"; say "FAIL: make demo && make check exited $rc"; }
+say "debootstrap $((t1 - t0)) s, make demo + make check (packages included) $((t2 - t1)) s"
+[ $rc = 0 ] && say "ok: $(tail -n 1 "$work/make.log")"
+exit $rc
