@@ -9,25 +9,78 @@
 #
 # The chroot's apt reaches the archive as the host's does: the host's
 # sources (and the keyrings they name) and its Acquire settings (retries,
-# proxy, date checks) are copied in. /proc, /sys, /dev and a fresh
-# /dev/shm are mounted in a mount namespace of their own (unshare -m), so
-# they go away with it on every exit path, a killed run included; the
-# scratch folder is removed at exit (rm --one-file-system).
+# proxy, date checks) are copied in. Everything that mounts (debootstrap's
+# own /proc, then /proc, /sys, /dev and a fresh /dev/shm for the tests)
+# runs in a mount namespace of its own (unshare -m), so the mounts go away
+# with it on every exit path, a killed run included; the scratch folder is
+# removed at exit (rm --one-file-system).
 #
 # Environment: FRESH_MIRROR (default: the host's bookworm archive),
 # FRESH_KEEP=1 keeps the scratch folder, TMPDIR where it goes.
 set -eu
 
-top=$(cd "$(dirname "$0")/.." && pwd)
 say() { echo "check-fresh: $*"; }
 die() { say "$*" >&2; exit 1; }
 
+# --- inside the mount namespace: check-fresh.sh --inside WORK MIRROR ---------
+if [ "${1:-}" = --inside ]; then
+	work=$2 mirror=$3
+	root=$work/root
+	t0=$(date +%s)
+	say "debootstrap bookworm (minbase, build-essential, git) from $mirror"
+	debootstrap --variant=minbase --include=build-essential,git bookworm \
+		"$root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+		{ tail -20 "$work/debootstrap.log"; die "debootstrap failed"; }
+	t1=$(date +%s)
+	say "debootstrap: $((t1 - t0)) s, $(du -sm "$root" | cut -f1) MB"
+
+	# apt as on the host: sources, the keyrings they name, Acquire settings.
+	rm -f "$root"/etc/apt/sources.list "$root"/etc/apt/sources.list.d/*
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+		/etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] || continue
+		cp "$f" "$root$f"
+		sed -n 's/.*[Ss]igned-[Bb]y[:=] *\([^] ]*\).*/\1/p' "$f" | while read -r key; do
+			if [ -f "$key" ] && [ ! -e "$root$key" ]; then
+				mkdir -p "$(dirname "$root$key")"
+				cp "$key" "$root$key"
+			fi
+		done
+	done
+	for f in /etc/apt/apt.conf.d/*; do
+		if grep -qE 'Acquire::(Retries|Check-Valid-Until|Check-Date|https?::Proxy)' "$f"; then
+			cp "$f" "$root$f"
+		fi
+	done
+	cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+	mv "$work/rarewrite" "$root/root/rarewrite"
+
+	mount -t proc proc "$root/proc"
+	mount -t sysfs sys "$root/sys"
+	mount --bind /dev "$root/dev"
+	mount -t tmpfs -o mode=1777,nosuid,nodev shm "$root/dev/shm"
+	say "make demo and make check in the chroot, as root"
+	set +e
+	chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+		sh -c 'cd /root/rarewrite && make demo && make check' \
+		>"$work/make.log" 2>&1
+	rc=$?
+	umount -l "$root/dev/shm" "$root/dev" "$root/sys" "$root/proc"
+	t2=$(date +%s)
+	grep -E '^need-packages:|^check-cxx: [0-9]|^[0-9]+ passed, [0-9]+ failed' "$work/make.log" || true
+	[ $rc = 0 ] || { tail -40 "$work/make.log"; say "FAIL: make demo && make check exited $rc"; }
+	say "debootstrap $((t1 - t0)) s; make demo, make check (packages included) $((t2 - t1)) s"
+	exit $rc
+fi
+
+# --- outside: the scratch folder, the clone, the namespace -----------------
+top=$(cd "$(dirname "$0")/.." && pwd)
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, mount)"
 for t in debootstrap unshare git; do
-	command -v $t >/dev/null || die "$t not found (tools/need-packages ci installs it)"
+	command -v $t >/dev/null || die "$t not found (tools/packages, section [ci])"
 done
-head=$(git -C "$top" rev-parse HEAD)
-git -C "$top" diff --quiet HEAD || say "uncommitted changes are not tested: cloning $head"
+git -C "$top" diff --quiet HEAD || say "uncommitted changes are not tested"
 
 # shellcheck disable=SC2016 # apt-get's own $(SITE) fields
 mirror=${FRESH_MIRROR:-$(apt-get indextargets --format '$(SITE) $(RELEASE)' \
@@ -35,15 +88,14 @@ mirror=${FRESH_MIRROR:-$(apt-get indextargets --format '$(SITE) $(RELEASE)' \
 mirror=${mirror:-http://deb.debian.org/debian}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/check-fresh.XXXXXX")
-root=$work/root
 # shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
 	rc=$?
 	if [ "${FRESH_KEEP:-0}" = 1 ]; then
 		say "kept $work"
 	else
-		# The mounts lived in the namespace of `unshare -m` and are gone;
-		# --one-file-system stops at any that were not.
+		# The mounts lived in the namespace of `unshare -m`, not here;
+		# --one-file-system would stop at any that did not.
 		rm -rf --one-file-system "$work"
 	fi
 	exit "$rc"
@@ -53,55 +105,14 @@ trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-t0=$(date +%s)
-say "debootstrap bookworm (minbase, build-essential, git) from $mirror"
-debootstrap --variant=minbase --include=build-essential,git bookworm "$root" "$mirror" \
-	>"$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log"; die "debootstrap failed"; }
-t1=$(date +%s)
-say "debootstrap: $((t1 - t0)) s, $(du -sm "$root" | cut -f1) MB"
+git clone -q --no-hardlinks "$top" "$work/rarewrite"
+git -C "$work/rarewrite" fetch -q "$top" HEAD
+git -C "$work/rarewrite" checkout -q --detach FETCH_HEAD
+say "clone of $(git -C "$work/rarewrite" log --oneline -1)"
 
-# apt as on the host: sources, the keyrings they name, Acquire settings.
-rm -f "$root"/etc/apt/sources.list "$root"/etc/apt/sources.list.d/*
-for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
-	[ -f "$f" ] || continue
-	cp "$f" "$root$f"
-	sed -n 's/.*[Ss]igned-[Bb]y[:=] *\([^] ]*\).*/\1/p' "$f" | while read -r key; do
-		[ -f "$key" ] && [ ! -e "$root$key" ] &&
-			{ mkdir -p "$(dirname "$root$key")"; cp "$key" "$root$key"; }
-		true
-	done
-done
-for f in /etc/apt/apt.conf.d/*; do
-	grep -qE 'Acquire::(Retries|Check-Valid-Until|Check-Date|https?::Proxy)' "$f" 2>/dev/null &&
-		cp "$f" "$root$f"
-done
-cp -L /etc/resolv.conf "$root/etc/resolv.conf"
-
-git clone -q --no-hardlinks "$top" "$root/root/rarewrite"
-git -C "$root/root/rarewrite" fetch -q "$top" HEAD
-git -C "$root/root/rarewrite" checkout -q --detach FETCH_HEAD
-
-# Inside a mount namespace of its own: mount, run the README's commands as
-# root with a clean environment, unmount (the namespace ends in any case).
-say "make demo and make check in the chroot, as root"
 set +e
-# shellcheck disable=SC2016 # expanded by the shell in the namespace
-unshare -m --propagation private sh -eu -c '
-	root=$1
-	mount -t proc proc "$root/proc"
-	mount -t sysfs sys "$root/sys"
-	mount --bind /dev "$root/dev"
-	mount -t tmpfs -o mode=1777,nosuid,nodev shm "$root/dev/shm"
-	trap "umount -l \"\$root/dev/shm\" \"\$root/dev\" \"\$root/sys\" \"\$root/proc\"" EXIT
-	chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
-		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-		sh -c "cd /root/rarewrite && make demo && make check"
-' check-fresh "$root" >"$work/make.log" 2>&1
+unshare -m --propagation private sh "$top/tests/check-fresh.sh" --inside "$work" "$mirror"
 rc=$?
 set -e
-t2=$(date +%s)
-grep -E '^need-packages:|^check-cxx: [0-9]|^[0-9]+ passed, [0-9]+ failed' "$work/make.log" || true
-[ $rc = 0 ] || { tail -40 "$work/make.log"; say "FAIL: make demo && make check exited $rc"; }
-say "debootstrap $((t1 - t0)) s, make demo + make check (packages included) $((t2 - t1)) s"
 [ $rc = 0 ] && say "ok: $(tail -n 1 "$work/make.log")"
 exit $rc
