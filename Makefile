@@ -21,11 +21,12 @@ REALNAME := librarewrite.so.$(VERSION)
 # `make check` on a fresh Debian machine: before anything is built, the
 # packages its lanes need (tools/packages, section [check]) are installed
 # when run as root, or named in one apt-get line and make stops. With all
-# of them there it installs nothing and needs no root.
+# of them there it installs nothing and needs no root. INSTALL_PACKAGES=no:
+# never install (a package build).
 ifneq ($(filter check,$(MAKECMDGOALS)),)
-CHECK_PACKAGES := $(shell tools/need-packages check >&2)
+CHECK_PACKAGES := $(shell tools/need-packages $(if $(filter no,$(INSTALL_PACKAGES)),--no-install) check >&2)
 ifneq ($(.SHELLSTATUS),0)
-$(error make check: the packages above are missing (run it as root to install them))
+$(error make check: the packages named above are missing)
 endif
 endif
 
