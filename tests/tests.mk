@@ -178,3 +178,11 @@ ifneq (,$(findstring -fsanitize=address,$(EXTRA_CFLAGS)))
 LINK_BINS := $(filter-out $(B)/tests/link-static-full,$(LINK_BINS))
 endif
 $(TEST_BIN): $(LINK_BINS)
+
+# The README's two commands, make demo and make check, as root in a fresh
+# Debian 12 chroot (debootstrap minbase, build-essential, git): make check
+# must install what it needs by itself (tests/check-fresh.sh).
+check-fresh:
+	sh tests/check-fresh.sh
+
+.PHONY: check-fresh
