@@ -86,8 +86,11 @@ ATTACK("21a", dlsym_bias,
 }
 
 /* Every word equal to @from in the process's writable mappings (but the
- * stack of this scan) becomes @to; how many. */
-static unsigned rewrite_everywhere(uintptr_t from, uintptr_t to)
+ * stack of this scan, and reservations of 1 GiB and more: a sanitizer's
+ * shadow) becomes @to; how many. Uninstrumented: under AddressSanitizer
+ * a checked load of shadow memory faults. */
+__attribute__((no_sanitize_address)) static unsigned
+rewrite_everywhere(uintptr_t from, uintptr_t to)
 {
 	FILE *maps = fopen("/proc/self/maps", "r");
 	char line[512];
@@ -101,7 +104,7 @@ static unsigned rewrite_everywhere(uintptr_t from, uintptr_t to)
 
 		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) != 3 ||
 		    perms[0] != 'r' || perms[1] != 'w' || strstr(line, "[v") ||
-		    strstr(line, "[stack]"))
+		    strstr(line, "[stack]") || hi - lo >= (1UL << 30))
 			continue;
 		for (uintptr_t *p = (uintptr_t *)lo; p < (uintptr_t *)hi; p++)
 			if (*p == from) {

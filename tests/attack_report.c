@@ -105,7 +105,7 @@ ATTACK("23", report_fifo,
 	if (!prepare)
 		attack_report(ATTACK_ERROR, "no rw_symbolize_prepare");
 	/* The control: untouched, the report comes. */
-	if (!dies_with_report(5, why, sizeof(why)))
+	if (!dies_with_report(20, why, sizeof(why)))
 		attack_report(ATTACK_ERROR, "control: %s", why);
 	if (!libc || dlinfo(libc, RTLD_DI_LINKMAP, &lm) || !lm)
 		/* A static program: the list names no file the loader
@@ -120,7 +120,7 @@ ATTACK("23", report_fifo,
 	attack_begin();
 	attack_store64(&lm->l_name, (uint64_t)(uintptr_t)fifo);
 	prepare(); /* as a dlopen()ed library's section would */
-	bool reports = dies_with_report(5, why, sizeof(why));
+	bool reports = dies_with_report(20, why, sizeof(why));
 
 	unlink(fifo);
 	if (reports)
