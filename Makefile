@@ -18,6 +18,18 @@ VERSION_MAJOR := $(word 1,$(subst ., ,$(VERSION)))
 SONAME := librarewrite.so.$(VERSION_MAJOR)
 REALNAME := librarewrite.so.$(VERSION)
 
+# `make check` on a fresh Debian machine: before anything is built, the
+# packages its lanes need (tools/packages, section [check]) are installed
+# when run as root, or named in one apt-get line and make stops. With all
+# of them there it installs nothing and needs no root. INSTALL_PACKAGES=no:
+# never install (a package build).
+ifneq ($(filter check,$(MAKECMDGOALS)),)
+CHECK_PACKAGES := $(shell tools/need-packages $(if $(filter no,$(INSTALL_PACKAGES)),--no-install) check >&2)
+ifneq ($(.SHELLSTATUS),0)
+$(error make check: the packages named above are missing)
+endif
+endif
+
 # glibc only: src/signal.c calls glibc's __sigaction and the pkey backend
 # pkey_mprotect(), which musl lacks. Refuse before compiling anything.
 ifneq ($(MAKECMDGOALS),clean)
@@ -110,14 +122,17 @@ uninstall: uninstall-man
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/rarewrite $(DESTDIR)$(CMAKEDIR) 2>/dev/null
 
 # The library's backends (rare_write_backends(3)), for the loops of the
-# .mk files: expanded when a recipe runs, after $(B)/tools/backends is built.
+# .mk files: expanded when a recipe runs, so a target whose recipe reads
+# them has $(B)/tools/backends among its prerequisites. Empty is an error,
+# never a loop over nothing.
 $(B)/tools/backends: tools/backends.c $(HEADERS) $(B)/librarewrite.so
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) $< -o $@ $(USER_LDFLAGS) -L$(B) -lrarewrite \
 		-Wl,-rpath,'$$ORIGIN/..'
-BACKENDS = $(shell $(B)/tools/backends)
+NO_BACKENDS = $(error $@: $(B)/tools/backends$(if $(1), $(1)) printed no backend (is $(B)/tools/backends a prerequisite of $@?))
+BACKENDS = $(or $(shell $(B)/tools/backends),$(call NO_BACKENDS))
 # Those that start on this machine (pkey needs protection keys).
-AVAILABLE_BACKENDS = $(shell $(B)/tools/backends --available)
+AVAILABLE_BACKENDS = $(or $(shell $(B)/tools/backends --available),$(call NO_BACKENDS,--available))
 
 include tests/tests.mk
 include tests/contracts.mk

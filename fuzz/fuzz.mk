@@ -26,9 +26,10 @@ $(FUZZ_BIN): fuzz/fuzz_ops.c $(LIB_SRC) $(HEADERS) src/internal.h rarewrite.ld
 		-Wl,-T,rarewrite.ld -pthread
 
 fuzz: fuzz-tools $(FUZZ_BIN) $(B)/tools/backends
-	@for b in $(FUZZ_BACKENDS); do \
+	@n=0; for b in $(FUZZ_BACKENDS); do \
 	  if ! RAREWRITE_BACKEND=$$b $(FUZZ_BIN) -runs=0 fuzz/corpus >/dev/null 2>&1; then \
 	    echo "fuzz: backend $$b not available here, skipped"; continue; fi; \
+	  n=$$((n + 1)); \
 	  mkdir -p $(B)/fuzz/corpus-$$b; rm -f $(B)/fuzz/$$b-*; \
 	  echo "fuzz: $$b for $(FUZZ_SECONDS) s"; \
 	  RAREWRITE_BACKEND=$$b $(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) \
@@ -38,7 +39,8 @@ fuzz: fuzz-tools $(FUZZ_BIN) $(B)/tools/backends
 	  if [ $$rc -ne 0 ] || ls $(B)/fuzz/$$b-* >/dev/null 2>&1; then \
 	    echo "fuzz: $$b found something: $$(ls $(B)/fuzz/$$b-* 2>/dev/null)"; \
 	    exit 1; fi; \
-	done
+	done; \
+	[ $$n -gt 0 ] || { echo "FAIL fuzz: no backend ran"; exit 1; }
 
 .PHONY: fuzz fuzz-tools
 
@@ -55,15 +57,17 @@ $(STRESS_BIN): fuzz/stress.c $(HEADERS) $(B)/librarewrite.so
 		-pthread -Wl,-rpath,'$$ORIGIN/..'
 
 stress: $(STRESS_BIN) $(B)/tools/backends
-	@for b in $(FUZZ_BACKENDS); do \
+	@n=0; for b in $(FUZZ_BACKENDS); do \
 	  if ! RAREWRITE_BACKEND=$$b $(STRESS_BIN) cycles 1 >/dev/null 2>&1; then \
 	    echo "stress: backend $$b not available here, skipped"; continue; fi; \
+	  n=$$((n + 1)); \
 	  RAREWRITE_BACKEND=$$b STRESS_OPS=$(STRESS_OPS) $(STRESS_BIN) 16 || exit 1; \
 	  RAREWRITE_BACKEND=$$b $(STRESS_BIN) cycles $(STRESS_CYCLES) || exit 1; \
 	  if command -v valgrind >/dev/null && [ $$b != pkey ]; then \
 	    RAREWRITE_BACKEND=$$b valgrind -q --leak-check=full \
 	      --errors-for-leak-kinds=definite,indirect --error-exitcode=1 \
 	      $(STRESS_BIN) cycles 200 || exit 1; fi; \
-	done
+	done; \
+	[ $$n -gt 0 ] || { echo "FAIL stress: no backend ran"; exit 1; }
 
 .PHONY: stress

@@ -138,6 +138,42 @@ RAREWRITE_API unsigned long long rare_write_add_(void *dst, size_t size,
 						 (unsigned long long)(delta)); \
 	}))
 
+/* Set the bits @bits in the protected integer @var (var |= bits),
+ * serialised with rare_write_add(); evaluates to the new value:
+ * rare_write_or(3). */
+RAREWRITE_API unsigned long long rare_write_or_(void *dst, size_t size,
+						unsigned long long bits)
+	RAREWRITE_NONNULL(1);
+#define rare_write_or(var, bits)                                               \
+	(__extension__({                                                       \
+		__typeof__(var) *rare_write_or_dst_ = &(var);                  \
+		rare_write_static_assert_(                                     \
+			sizeof(var) == 1 || sizeof(var) == 2 ||                \
+				sizeof(var) == 4 || sizeof(var) == 8,          \
+			"rare_write_or: integers of 1, 2, 4, 8 bytes");        \
+		(__typeof__(var))rare_write_or_((void *)rare_write_or_dst_,    \
+						sizeof(var),                   \
+						(unsigned long long)(bits));   \
+	}))
+
+/* Keep only the bits @mask of the protected integer @var (var &= mask),
+ * serialised with rare_write_add(); evaluates to the new value:
+ * rare_write_or(3). */
+RAREWRITE_API unsigned long long rare_write_and_(void *dst, size_t size,
+						 unsigned long long mask)
+	RAREWRITE_NONNULL(1);
+#define rare_write_and(var, mask)                                              \
+	(__extension__({                                                       \
+		__typeof__(var) *rare_write_and_dst_ = &(var);                 \
+		rare_write_static_assert_(                                     \
+			sizeof(var) == 1 || sizeof(var) == 2 ||                \
+				sizeof(var) == 4 || sizeof(var) == 8,          \
+			"rare_write_and: integers of 1, 2, 4, 8 bytes");       \
+		(__typeof__(var))rare_write_and_((void *)rare_write_and_dst_,  \
+						 sizeof(var),                  \
+						 (unsigned long long)(mask));  \
+	}))
+
 /* Open and close a window of direct stores on the calling thread, on
  * backends with RARE_WRITE_CAP_BEGIN_END: rare_write_begin(3). */
 RAREWRITE_API void rare_write_begin(void);
@@ -181,6 +217,13 @@ RAREWRITE_API void rare_free(struct rare_pool *pool, void *obj);
 /* Resize an object of @pool, keeping it protected: rare_alloc(3). */
 RAREWRITE_API void *rare_realloc(struct rare_pool *pool, void *obj, size_t size)
 	RAREWRITE_NONNULL(1) __attribute__((alloc_size(3)));
+/* The longest pool name, with its NUL: rare_pool_set_name(3). */
+#define RARE_POOL_NAME_MAX 32
+/* Name @pool (printable ASCII, shorter than RARE_POOL_NAME_MAX; NULL: no
+ * name) for the fault report; 0 or -errno: rare_pool_set_name(3). */
+RAREWRITE_API RAREWRITE_MUST_CHECK int
+rare_pool_set_name(struct rare_pool *pool, const char *name)
+	RAREWRITE_NONNULL(1);
 /* Unmap a pool and everything allocated from it: rare_pool_create(3). */
 RAREWRITE_API void rare_pool_destroy(struct rare_pool *pool);
 
@@ -192,6 +235,19 @@ RAREWRITE_API void rare_pool_destroy(struct rare_pool *pool);
 #define rare_write_memset(dst, c, len)                                         \
 	(rare_write_memset)((void *)(dst), (c), (len))
 #define rare_write_map(addr, len) (rare_write_map)((void *)(addr), (len))
+#endif
+
+/* A plain store to protected @var meant for before rare_write_init() (it
+ * faults after), accepted by check mode: rare_write_before_init(3). */
+#ifndef RAREWRITE_CHECK_WRITES
+#define rare_write_before_init(var, val) ((var) = (val))
+#else
+#define rare_write_before_init(var, val)                                       \
+	(__extension__({                                                       \
+		__typeof__(var) rare_write_val_ = (val);                       \
+		(void)sizeof(&(var));                                          \
+		rare_write_val_;                                               \
+	}))
 #endif
 
 /* Internal: seal one object's section, for rare_write_seal_self() below:

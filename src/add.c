@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * add.c - read-modify-write of a protected integer: `x++` is a load and a
- * store, and rare_write(x, x + 1) from two threads can lose one increment.
- * rare_write_add() serialises every such update in the process behind one
- * lock, so concurrent adds all land; readers see old or new, never a mix.
+ * add.c - read-modify-write of a protected integer: `x++` or `x |= F` is a
+ * load and a store, and rare_write(x, x + 1) or rare_write(x, x | F) from
+ * two threads can lose one update. rare_write_add(), rare_write_or() and
+ * rare_write_and() serialise every such update in the process behind one
+ * lock, so concurrent updates all land; readers see old or new, never a
+ * mix.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -14,8 +16,24 @@
 
 static pthread_mutex_t add_lock = PTHREAD_MUTEX_INITIALIZER;
 
-unsigned long long rare_write_add_(void *dst, size_t size,
-				   unsigned long long delta)
+enum rmw_op { RMW_ADD, RMW_OR, RMW_AND };
+
+static unsigned long long apply(enum rmw_op op, unsigned long long v,
+				unsigned long long operand)
+{
+	switch (op) {
+	case RMW_OR:
+		return v | operand;
+	case RMW_AND:
+		return v & operand;
+	default:
+		return v + operand;
+	}
+}
+
+/* *@dst = *@dst @op @operand, under add_lock: the new value. */
+static unsigned long long rmw(const char *call, void *dst, size_t size,
+			      enum rmw_op op, unsigned long long operand)
 {
 	unsigned long long v = 0;
 	union {
@@ -28,32 +46,50 @@ unsigned long long rare_write_add_(void *dst, size_t size,
 	sigset_t all, saved;
 
 	if (size != 1 && size != 2 && size != 4 && size != 8)
-		rw_die("rare_write_add", dst, "%zu-byte object: integers only",
-		       size);
-	seg.region = rw_region_of("rare_write_add", dst, size);
-	/* A handler's own add on this thread must not find the lock held. */
+		rw_die(call, dst, "%zu-byte object: integers only", size);
+	seg.region = rw_region_of(call, dst, size);
+	/* A handler's own update on this thread must not find the lock
+	 * held. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &saved);
 	pthread_mutex_lock(&add_lock);
 	switch (size) {
 	case 1:
-		v = *(const volatile uint8_t *)dst + delta;
+		v = apply(op, *(const volatile uint8_t *)dst, operand);
 		n.u8 = (uint8_t)v;
 		break;
 	case 2:
-		v = *(const volatile uint16_t *)dst + delta;
+		v = apply(op, *(const volatile uint16_t *)dst, operand);
 		n.u16 = (uint16_t)v;
 		break;
 	case 4:
-		v = *(const volatile uint32_t *)dst + delta;
+		v = apply(op, *(const volatile uint32_t *)dst, operand);
 		n.u32 = (uint32_t)v;
 		break;
 	default:
-		v = *(const volatile uint64_t *)dst + delta;
+		v = apply(op, *(const volatile uint64_t *)dst, operand);
 		n.u64 = v;
 	}
 	rw_write(&seg, 1);
 	pthread_mutex_unlock(&add_lock);
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	return v;
+}
+
+unsigned long long rare_write_add_(void *dst, size_t size,
+				   unsigned long long delta)
+{
+	return rmw("rare_write_add", dst, size, RMW_ADD, delta);
+}
+
+unsigned long long rare_write_or_(void *dst, size_t size,
+				  unsigned long long bits)
+{
+	return rmw("rare_write_or", dst, size, RMW_OR, bits);
+}
+
+unsigned long long rare_write_and_(void *dst, size_t size,
+				   unsigned long long mask)
+{
+	return rmw("rare_write_and", dst, size, RMW_AND, mask);
 }

@@ -23,6 +23,7 @@
 
 #include "rarewrite.h"
 #include "internal.h"
+#include "critical.h"
 #include "table.h"
 
 /* Serialises init, region creation and destruction, and fork. */
@@ -431,13 +432,31 @@ void rw_region_destroy(struct rw_region *r)
 }
 
 /* A section the linker did not page-align: linked without the fragment. */
+#define NOT_LINKED                                                             \
+	"__wr_rare section is not page-aligned; link with "                    \
+	"$(pkg-config --libs rarewrite) (ld.bfd or ld.lld; gold cannot read "  \
+	"it)"
 static void check_section_aligned(const struct rw_region *r)
 {
 	if (r->start % rw_page_size || r->len % rw_page_size)
-		rw_die("rare_write_init", (void *)r->start,
-		       "__wr_rare section is not page-aligned; link with "
-		       "$(pkg-config --libs rarewrite) (ld.bfd or ld.lld; "
-		       "gold cannot read it)");
+		rw_die("rare_write_init", (void *)r->start, NOT_LINKED);
+}
+
+/* The same before the first seal, as an environment error: -ENOEXEC (the
+ * program or a library is not laid out as the library needs). */
+static int sections_linked(const char *call)
+{
+	for (unsigned i = 0; i < rw_table.nr_regions && i < RW_MAX_REGIONS;
+	     i++) {
+		const struct rw_region *r = &rw_table.regions[i];
+
+		if (r->kind == RW_REGION_SECTION &&
+		    (r->start % rw_page_size || r->len % rw_page_size)) {
+			rw_say(call, "%p: " NOT_LINKED, (void *)r->start);
+			return -ENOEXEC;
+		}
+	}
+	return 0;
 }
 
 static int adopt_on(struct rw_region *r, const struct rw_backend *b)
@@ -970,7 +989,9 @@ int rare_write_seal_section_(void *start, void *stop)
 	if (rw_table.preinit_windows)
 		rw_die("rare_write_seal_self", start,
 		       "called while a thread has a window open");
-	err = table_seal("rare_write_seal_self");
+	err = sections_linked("rare_write_seal_self");
+	if (!err)
+		err = table_seal("rare_write_seal_self");
 	if (!err)
 		err = rw_signal_seal("rare_write_seal_self");
 	if (err || rw_table.backend)
@@ -1024,7 +1045,9 @@ int rare_write_init_caps(unsigned need_caps)
 	if (rw_table.preinit_windows)
 		rw_die("rare_write_init", NULL,
 		       "called while another thread has a window open");
-	err = table_seal("rare_write_init");
+	err = sections_linked("rare_write_init");
+	if (!err)
+		err = table_seal("rare_write_init");
 	if (!err)
 		err = rw_signal_seal("rare_write_init");
 	if (err)

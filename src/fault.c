@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "pool_layout.h"
 
 /* The faulting pc, and whether the access was a write (false when the
  * architecture does not say: then every fault in protected memory counts,
@@ -45,7 +46,8 @@ static uintptr_t fault_pc(const ucontext_t *uc, bool *is_write)
 #endif
 }
 
-/* "handlers+0x8 in demo", else the region: "pool 0x7f..000+0x1a0" or
+/* "handlers+0x8 in demo", else the region: "pool 0x7f..000+0x1a0",
+ * "pool \"sessions\" 0x7f..000+0x1a0" (a named pool) or
  * "section of demo+0x8". */
 static void describe_object(struct rw_buf *b, const struct rw_region *r,
 			    uintptr_t addr)
@@ -59,8 +61,16 @@ static void describe_object(struct rw_buf *b, const struct rw_region *r,
 		return;
 	}
 	if (r->kind == RW_REGION_POOL) {
+		char name[RARE_POOL_NAME_MAX];
+
 		rw_buf_puts(b, addr < r->user_start ? "bookkeeping of pool "
 						    : "pool ");
+		rw_pool_name(r, name);
+		if (name[0]) {
+			rw_buf_puts(b, "\"");
+			rw_buf_puts(b, name);
+			rw_buf_puts(b, "\" ");
+		}
 		rw_buf_hex(b, r->start);
 	} else {
 		rw_buf_puts(b, "section of ");

@@ -12,7 +12,8 @@
  * class each, with a bitmap of used slots per page: 40 bytes of bookkeeping
  * per 4 KiB page, so a million 32-byte objects cost about 1% over payload.
  * Larger objects take runs of whole pages. Memory is zeroed when freed, so
- * allocation writes nothing but bookkeeping.
+ * allocation writes nothing but bookkeeping. A pool may carry a name, kept
+ * in its protected bookkeeping, that the fault report prints.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,34 +23,7 @@
 
 #include "rarewrite.h"
 #include "internal.h"
-
-#define POOL_MAGIC 0x72617265706f6f6cULL /* "rarepool" */
-#define MIN_SHIFT 4			 /* 16-byte slots */
-#define NR_CLASSES 8			 /* 16 .. 2048 bytes */
-#define SLOT_WORDS 4			 /* 256 bits: 4096 / 16 slots */
-
-enum page_state {
-	PAGE_FREE = 0,
-	/* 1 .. NR_CLASSES: small objects of class state - 1 */
-	PAGE_LARGE_HEAD = NR_CLASSES + 1,
-	PAGE_LARGE_TAIL,
-};
-
-struct page_meta {
-	uint64_t used_slots[SLOT_WORDS];
-	uint16_t state;
-	uint16_t nr_used;
-	uint32_t run; /* pages in a large run, on its head */
-};
-
-struct rare_pool {
-	uint64_t magic;
-	size_t nr_pages;	   /* object pages */
-	uintptr_t objects;	   /* first object page */
-	size_t bump;		   /* object pages ever handed out */
-	uint32_t hint[NR_CLASSES]; /* a page of the class with free slots */
-	struct page_meta meta[];
-};
+#include "pool_layout.h"
 
 /* Allocation is serialised per pool; the locks cannot live in the
  * read-only pool, so pools hash onto a few of them. */
@@ -162,6 +136,29 @@ static void meta_write(struct rw_region *r, void *dst, const void *src,
 	struct rw_seg seg = {.region = r, .dst = dst, .src = src, .len = len};
 
 	rw_write(&seg, 1);
+}
+
+int rare_pool_set_name(struct rare_pool *pool, const char *name)
+{
+	struct rw_region *r = pool_region("rare_pool_set_name", pool);
+	char copy[RARE_POOL_NAME_MAX] = {0};
+	size_t len = 0;
+
+	if (name) {
+		/* Bounded: never read past the longest name allowed. */
+		while (len < sizeof(copy) && name[len])
+			len++;
+		if (len == sizeof(copy))
+			return -ENAMETOOLONG;
+		for (size_t i = 0; i < len; i++)
+			if (name[i] < 0x20 || name[i] > 0x7e)
+				return -EINVAL;
+		memcpy(copy, name, len);
+	}
+	pthread_mutex_lock(pool_lock(pool));
+	meta_write(r, pool->name, copy, sizeof(copy));
+	pthread_mutex_unlock(pool_lock(pool));
+	return 0;
 }
 
 /* A page of the class with a free slot, or a fresh one; SIZE_MAX if none. */

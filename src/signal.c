@@ -8,7 +8,10 @@
  * process dies, a fault a backend repairs (pkey reads) is retried, and
  * every other fault goes to the handler the program had, unchanged. A
  * crash reporter that installs its handler after init would replace ours,
- * so sigaction(), signal(), bsd_signal() and sysv_signal() are interposed
+ * so every function of the C library that installs a handler is
+ * interposed: sigaction(), signal(), ssignal(), bsd_signal(),
+ * sysv_signal() and sigset() (glibc's own go to its internal
+ * __sigaction(), around the interposed one)
  * (like pthread_create() in backend/pkey.c): for a signal the library
  * wraps, the program's action is kept here, the kernel gets the library's
  * entry point with the program's mask and flags, and sigaction() reports
@@ -35,6 +38,7 @@
 
 #include "rarewrite.h"
 #include "internal.h"
+#include "critical.h"
 
 extern int __sigaction(int sig, const struct sigaction *act,
 		       struct sigaction *old);
@@ -500,4 +504,43 @@ __attribute__((visibility("default"))) sighandler_t sysv_signal(int sig,
 								sighandler_t h)
 {
 	return set_handler(sig, h, SA_RESETHAND | SA_NODEFER);
+}
+
+/* ssignal() is glibc's other name for signal(). */
+__attribute__((visibility("default"))) sighandler_t ssignal(int sig,
+							    sighandler_t h)
+{
+	return set_handler(sig, h, SA_RESTART);
+}
+
+/*
+ * System V's sigset(): SIG_HOLD blocks the signal and leaves its action;
+ * anything else installs it (no flags, empty mask) and unblocks it. The
+ * previous action comes back, or SIG_HOLD if the signal was blocked.
+ */
+__attribute__((visibility("default"))) sighandler_t sigset(int sig,
+							   sighandler_t h)
+{
+	struct sigaction sa = {.sa_handler = h}, old;
+	sigset_t one, was;
+
+	if (h == SIG_ERR || !wrappable(sig)) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	if (h == SIG_HOLD) {
+		if (sigprocmask(SIG_BLOCK, &one, &was))
+			return SIG_ERR;
+		if (sigismember(&was, sig))
+			return SIG_HOLD;
+		if (sigaction(sig, NULL, &old))
+			return SIG_ERR;
+		return old.sa_handler;
+	}
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig, &sa, &old) || sigprocmask(SIG_UNBLOCK, &one, &was))
+		return SIG_ERR;
+	return sigismember(&was, sig) ? SIG_HOLD : old.sa_handler;
 }

@@ -12,6 +12,11 @@
  * the file is not stripped) and .dynsym. An object loaded after the last
  * preparation is found in /proc/self/maps.
  *
+ * C++ names are demangled as they are printed, by demangle.c (no malloc,
+ * no libstdc++), and compiler suffixes made readable ("app::budget", not
+ * "_ZN3app6budgetE.lto_priv.0"); a name it does not fully understand is
+ * printed as the symbol table has it.
+ *
  * The list is needed, not only /proc/self/maps: backends built on a memfd
  * replace the pages of a __wr_rare section, so its addresses no longer map
  * the object's file.
@@ -35,8 +40,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "demangle.h"
 #include "internal.h"
 
 #define RW_MAX_OBJECTS 128
@@ -131,15 +138,27 @@ struct file_map {
 	size_t len;
 };
 
-static bool map_file(const char *path, struct file_map *f)
+static bool mapped_here(dev_t dev, ino_t ino, uintptr_t lo, uintptr_t hi);
+
+/*
+ * The path comes from the loader's writable list of objects: it may name
+ * anything. Opened without blocking (a FIFO or a device would hang the
+ * dying process), and used only if it is a regular file that is what the
+ * object's address range maps (the same device and inode in
+ * /proc/self/maps), so the report can neither hang nor name another file.
+ */
+static bool map_file(const char *path, uintptr_t lo, uintptr_t hi,
+		     struct file_map *f)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	void *p;
 
 	if (fd < 0)
 		return false;
-	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(ElfW(Ehdr))) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_size < (off_t)sizeof(ElfW(Ehdr)) ||
+	    !mapped_here(st.st_dev, st.st_ino, lo, hi)) {
 		close(fd);
 		return false;
 	}
@@ -282,9 +301,8 @@ static bool maps_line(const char *line, uintptr_t addr, char *path,
 	return true;
 }
 
-/* The file mapping that holds @addr, from /proc/self/maps. */
-static bool maps_lookup(uintptr_t addr, char *path, size_t path_len,
-			uintptr_t *lo, uint64_t *off)
+/* Call @fn on each line of /proc/self/maps until it returns true. */
+static bool maps_each(bool (*fn)(const char *line, void *arg), void *arg)
 {
 	char buf[4096], line[RW_PATH_MAX + 128];
 	size_t used = 0;
@@ -303,11 +321,95 @@ static bool maps_lookup(uintptr_t addr, char *path, size_t path_len,
 			}
 			line[used] = 0;
 			used = 0;
-			found = maps_line(line, addr, path, path_len, lo, off);
+			found = fn(line, arg);
 		}
 	}
 	close(fd);
 	return found;
+}
+
+struct maps_query {
+	uintptr_t addr, *lo;
+	char *path;
+	size_t path_len;
+	uint64_t *off;
+};
+
+static bool query_line(const char *line, void *arg)
+{
+	struct maps_query *q = arg;
+
+	return maps_line(line, q->addr, q->path, q->path_len, q->lo, q->off);
+}
+
+/* The file mapping that holds @addr, from /proc/self/maps. */
+static bool maps_lookup(uintptr_t addr, char *path, size_t path_len,
+			uintptr_t *lo, uint64_t *off)
+{
+	struct maps_query q = {addr, lo, path, path_len, off};
+
+	return maps_each(query_line, &q);
+}
+
+struct inode_query {
+	uintptr_t lo, hi;
+	unsigned long major, minor, ino;
+};
+
+/* A decimal number of a maps line. */
+static unsigned long parse_dec(const char **s)
+{
+	unsigned long v = 0;
+
+	while (**s >= '0' && **s <= '9')
+		v = v * 10 + (unsigned long)(*(*s)++ - '0');
+	return v;
+}
+
+static void skip_field(const char **s)
+{
+	while (**s == ' ')
+		(*s)++;
+	while (**s && **s != ' ')
+		(*s)++;
+	while (**s == ' ')
+		(*s)++;
+}
+
+/* "lo-hi perms offset MAJ:MIN inode": the inode asked for, mapped inside
+ * [lo, hi)? */
+static bool inode_line(const char *line, void *arg)
+{
+	const struct inode_query *q = arg;
+	const char *s = line;
+	uintptr_t lo, hi;
+	unsigned long major, minor;
+
+	lo = rw_parse_hex(&s);
+	if (*s++ != '-')
+		return false;
+	hi = rw_parse_hex(&s);
+	if (hi <= q->lo || lo >= q->hi)
+		return false;
+	skip_field(&s); /* perms */
+	skip_field(&s); /* offset */
+	major = rw_parse_hex(&s);
+	if (*s++ != ':')
+		return false;
+	minor = rw_parse_hex(&s);
+	while (*s == ' ')
+		s++;
+	return major == q->major && minor == q->minor && q->ino &&
+	       parse_dec(&s) == q->ino;
+}
+
+/* Whether the file @dev/@ino is mapped somewhere in [lo, hi). */
+static bool mapped_here(dev_t dev, ino_t ino, uintptr_t lo, uintptr_t hi)
+{
+	struct inode_query q = {lo, hi, major(dev), minor(dev),
+				(unsigned long)ino};
+
+	return maps_each(inode_line, &q);
 }
 
 static const char *base_name(const char *path)
@@ -344,10 +446,10 @@ void rw_buf_hex(struct rw_buf *b, uintptr_t v)
 
 bool rw_symbolize(struct rw_buf *b, uintptr_t addr, char *file, size_t file_len)
 {
-	char path[RW_PATH_MAX], name[128];
+	char path[RW_PATH_MAX], name[256];
 	const struct object_list *l = &symbolize_objects;
 	unsigned nr = __atomic_load_n(&l->nr, __ATOMIC_ACQUIRE);
-	uintptr_t bias = 0, lo = 0, off = 0;
+	uintptr_t bias = 0, lo = 0, hi = 0, off = 0;
 	uint64_t file_off = 0;
 	struct file_map f;
 	bool have_bias = false, found;
@@ -362,12 +464,17 @@ bool rw_symbolize(struct rw_buf *b, uintptr_t addr, char *file, size_t file_len)
 		if (addr >= l->objects[i].lo && addr < l->objects[i].hi) {
 			memcpy(path, l->objects[i].path, sizeof(path));
 			bias = l->objects[i].bias;
+			lo = l->objects[i].lo;
+			hi = l->objects[i].hi;
 			have_bias = true;
 			break;
 		}
-	if (!path[0] && !maps_lookup(addr, path, sizeof(path), &lo, &file_off))
-		return false;
-	if (!map_file(path, &f))
+	if (!path[0]) {
+		if (!maps_lookup(addr, path, sizeof(path), &lo, &file_off))
+			return false;
+		hi = lo + 1;
+	}
+	if (!map_file(path, lo, hi, &f))
 		return false;
 	if (!have_bias)
 		have_bias = bias_from_phdrs(&f, lo, file_off, &bias);
@@ -380,7 +487,11 @@ bool rw_symbolize(struct rw_buf *b, uintptr_t addr, char *file, size_t file_len)
 	strncpy(file, base_name(path), file_len - 1);
 	file[file_len - 1] = 0;
 	if (found) {
-		rw_buf_puts(b, name);
+		if (rw_demangle(name, b->s + b->len, sizeof(b->s) - b->len))
+			while (b->s[b->len])
+				b->len++;
+		else
+			rw_buf_puts(b, name);
 		rw_buf_puts(b, "+");
 		rw_buf_hex(b, off);
 	}

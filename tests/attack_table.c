@@ -61,5 +61,14 @@ const struct attack_expect attack_table[] = {
 	{"14d", {B, B, B, B, B}},
 	{"14e", {B, B, B, B, B}},
 	{"14f", {B, NA, NA, B, NA}},
+	/* Control from memory the library does not own (21), interposition
+	 * gaps (22), the fault report (23), pkey's other keys (24). */
+	{"21a", {B, B, B, B, B}},
+	{"21b", {O, B, B, O, B}},
+	{"22a", {B, B, B, B, B}},
+	{"22b", {B, NA, NA, B, NA}},
+	{"22c", {O, NA, NA, B, NA}},
+	{"23", {B, B, B, B, B}},
+	{"24", {O, NA, NA, NA, NA}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

@@ -162,6 +162,11 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	/* A run that executed nothing proves nothing: it fails. */
+	if (!passed && !failed) {
+		printf("FAIL no test ran (%u skipped)\n", skipped);
+		failed++;
+	}
 	printf("%u passed, %u failed, %u skipped\n", passed, failed, skipped);
 	free(list);
 	return failed ? 1 : 0;

@@ -13,11 +13,47 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <sys/wait.h>
 #include <unistd.h>
 
+// A protected object and the function storing to it, in a namespace: the
+// fault report names both demangled.
+namespace app
+{
+__wr_rare long budget;
+namespace detail
+{
+struct ledger {
+	static WR_RARE_EXTERN long total; // __wr_rare on the definition
+};
+__wr_rare long ledger::total;
+} // namespace detail
+
+__attribute__((noinline)) void Spend(long amount)
+{
+	*const_cast<volatile long *>(&budget) = amount;
+}
+__attribute__((noinline)) void Book(long amount)
+{
+	*const_cast<volatile long *>(&detail::ledger::total) = amount;
+}
+} // namespace app
+
 namespace
 {
+
+struct metrics {
+	int reports;
+	int Report() const
+	{
+		return reports + 1;
+	}
+};
+metrics the_metrics{4};
+// -> on a protected pointer reaches the object pointed to
+RAREWRITE_CONSTINIT __wr_rare rarewrite::protected_value<metrics *> g_metrics{
+	&the_metrics};
 
 struct limits {
 	int soft;
@@ -53,6 +89,42 @@ template <typename F> int child_signal(F f)
 	int status = 0;
 	waitpid(pid, &status, 0);
 	return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+// Runs @f in a child with its standard error into a pipe: what it wrote.
+template <typename F> std::string child_stderr(F f)
+{
+	int p[2];
+	std::string text;
+	char buf[512];
+	ssize_t n;
+
+	if (pipe(p))
+		return text;
+	std::fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 2);
+		f();
+		_exit(0);
+	}
+	close(p[1]);
+	while ((n = read(p[0], buf, sizeof(buf))) > 0)
+		text.append(buf, static_cast<size_t>(n));
+	close(p[0]);
+	waitpid(pid, nullptr, 0);
+	return text;
+}
+
+bool report_names(const std::string &report, const char *object, const char *pc)
+{
+	bool ok = report.find(object) != std::string::npos &&
+		  report.find(pc) != std::string::npos;
+
+	if (!ok)
+		std::printf("# report: %s# want %s and %s\n", report.c_str(),
+			    object, pc);
+	return ok;
 }
 
 } // namespace
@@ -119,6 +191,16 @@ int main()
 		      stray.write(1);
 	      }) == SIGABRT,
 	      "write() on unprotected memory aborts");
+	check(g_metrics->Report() == 5 && g_metrics->reports == 4,
+	      "protected_value<T *>: -> reaches the object pointed to");
+
+	check(report_names(child_stderr([] { app::Spend(1); }),
+			   "(app::budget+0x0 in ", "by pc app::Spend(long)+0x"),
+	      "the fault report demangles a namespace object and function");
+	check(report_names(child_stderr([] { app::Book(1); }),
+			   "(app::detail::ledger::total+0x0 in ",
+			   "by pc app::Book(long)+0x"),
+	      "the fault report demangles a static member");
 	(void)plain_int;
 	std::printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;

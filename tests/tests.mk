@@ -106,9 +106,11 @@ check-install:
 		sed -n "$$((line - 1))p" rarewrite.ld | grep -q 'gold is not supported' || \
 		{ echo "FAIL check-install: gold's error does not point at the note"; cat $(B)/gold.err; exit 1; }; \
 	echo "ok   check-install: ld.gold refused at rarewrite.ld:$$line"
-	@# Linked without the fragment, init must refuse loudly (SIGABRT = 134).
+	@# Linked without the fragment, init must refuse loudly: -ENOEXEC
+	@# and one line saying how to link (the demo then exits 1).
 	$(CC) -Iinclude examples/handlers.c -o $(B)/handlers-no-fragment $(B)/librarewrite.a -pthread
-	$(B)/handlers-no-fragment 2>$(B)/no-fragment.err; test $$? -eq 134 && grep -q 'pkg-config' $(B)/no-fragment.err
+	$(B)/handlers-no-fragment >$(B)/no-fragment.out 2>$(B)/no-fragment.err; test $$? -eq 1 && \
+		grep -q 'pkg-config' $(B)/no-fragment.err && grep -q 'Exec format error' $(B)/no-fragment.out
 	@echo "check-install: ok"
 
 .PHONY: check-install
@@ -139,11 +141,14 @@ check-inventory: all
 check: check-inventory
 .PHONY: check-inventory
 
-# The library's layering from its objects (nm): no cycle among src/ files,
-# backends reached only through their ops tables and using only the core's
-# interface (src/internal.h); the check must also catch a cycle it is given.
+# The library's layering from its objects (nm) and the headers of src/ they
+# include (the calls of their inline functions; a header named after a
+# source is that source's): no cycle among src/ files, backends reached
+# only through their ops tables and using only the core's interface
+# (src/internal.h, src/critical.h); the check must also catch a cycle it is
+# given. It compiles each header of src/ alone, as the library's objects.
 check-deps: all
-	sh tests/check-deps.sh $(B)
+	CC='$(CC)' LIB_CFLAGS='$(LIB_CFLAGS)' sh tests/check-deps.sh $(B)
 
 check: check-deps
 .PHONY: check-deps
@@ -173,3 +178,11 @@ ifneq (,$(findstring -fsanitize=address,$(EXTRA_CFLAGS)))
 LINK_BINS := $(filter-out $(B)/tests/link-static-full,$(LINK_BINS))
 endif
 $(TEST_BIN): $(LINK_BINS)
+
+# The README's two commands, make demo and make check, as root in a fresh
+# Debian 12 chroot (debootstrap minbase, build-essential, git): make check
+# must install what it needs by itself (tests/check-fresh.sh).
+check-fresh:
+	sh tests/check-fresh.sh
+
+.PHONY: check-fresh

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
@@ -140,34 +141,79 @@ static inline size_t page_size(void)
 	return (size_t)sysconf(_SC_PAGESIZE);
 }
 
-/* The pid of this process's process-backend helper (a child of ours named
- * rarewrite-hlp), or 0. */
+/*
+ * The pid of this process's process-backend helper, or 0: whoever answers
+ * on the library's socket (its one AF_UNIX SOCK_SEQPACKET descriptor), as
+ * the kernel names the sender (SO_PASSCRED). A request with no valid
+ * operation changes nothing; the helper answers it with -EINVAL. The
+ * helper is not our child, so its place in /proc says nothing.
+ */
+#ifndef SCM_CREDENTIALS /* without _GNU_SOURCE */
+#define SCM_CREDENTIALS 0x02
+#endif
 static inline pid_t find_helper(void)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *e;
+	struct sender { /* struct ucred */
+		int32_t pid;
+		uint32_t uid, gid;
+	};
+	static uint64_t seq = 0xe0000000u;
+	int sock = -1, one = 1, zero = 0;
 	pid_t found = 0;
 
-	CHECK(d);
-	while (!found && (e = readdir(d))) {
-		char path[300], buf[512], *end;
-		int pid = atoi(e->d_name), ppid;
-		FILE *f;
+	for (int fd = 3; fd < 1024 && sock < 0; fd++) {
+		int type, domain;
+		socklen_t l = sizeof(int);
 
-		if (pid <= 0)
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(buf, sizeof(buf), f) &&
-		    strstr(buf, "(rarewrite-hlp)") &&
-		    (end = strrchr(buf, ')')) &&
-		    sscanf(end + 2, "%*c %d", &ppid) == 1 && ppid == getpid())
-			found = pid;
-		fclose(f);
+		l = sizeof(int);
+		if (!getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l) &&
+		    domain == AF_UNIX && type == SOCK_SEQPACKET)
+			sock = fd;
 	}
-	closedir(d);
+	if (sock < 0)
+		return 0;
+	CHECK(!setsockopt(sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)));
+	{
+		/* struct prw_msg: op 0 is no operation; seq at offset 8. */
+		uint64_t m[6] = {0, ++seq, 0, 0, 0, 0};
+
+		if (send(sock, m, sizeof(m), MSG_NOSIGNAL) != sizeof(m))
+			goto out;
+		for (;;) {
+			uint64_t reply[3];
+			union {
+				char buf[CMSG_SPACE(sizeof(struct sender))];
+				struct cmsghdr align;
+			} cbuf;
+			struct iovec iov = {reply, sizeof(reply)};
+			struct msghdr mh = {.msg_iov = &iov,
+					    .msg_iovlen = 1,
+					    .msg_control = cbuf.buf,
+					    .msg_controllen = sizeof(cbuf.buf)};
+			struct cmsghdr *c;
+			ssize_t n = recvmsg(sock, &mh, 0);
+
+			if (n < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			if (n != sizeof(reply))
+				goto out;
+			if (reply[0] != seq)
+				continue;
+			for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+				if (c->cmsg_level == SOL_SOCKET &&
+				    c->cmsg_type == SCM_CREDENTIALS) {
+					struct sender u;
+
+					memcpy(&u, CMSG_DATA(c), sizeof(u));
+					found = u.pid;
+				}
+			break;
+		}
+	}
+out:
+	setsockopt(sock, SOL_SOCKET, SO_PASSCRED, &zero, sizeof(zero));
 	return found;
 }
 

@@ -6,9 +6,10 @@
 # the suite with RAREWRITE_TEST_BACKENDS=pkey and then auto, and pass only if
 # both runs print their "N passed, 0 failed" summary and auto chose pkey.
 #
-# Missing tools (qemu-system-x86, busybox-static, cpio) are installed with
-# apt-get; the kernel is fetched with `apt-get download` and unpacked with
-# dpkg-deb -x into vm/build/ (gitignored). Environment:
+# Missing tools (qemu-system-x86, busybox-static, cpio: tools/packages) are
+# installed with apt-get as root, or named; the kernel is fetched with
+# `apt-get download` and unpacked with dpkg-deb -x into vm/build/
+# (gitignored). Environment:
 #   VM_KERNEL_PKG   package holding the kernel (default: the image package
 #                   linux-image-6.12-cloud-amd64 depends on, so mseal(2) is
 #                   there; falls back to linux-image-cloud-amd64)
@@ -24,21 +25,9 @@ TIMEOUT=${VM_TIMEOUT:-1200}
 SMP=${VM_SMP:-2}
 mkdir -p "$W"
 
-as_root() {
-	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
-}
-
 # --- tools -----------------------------------------------------------------
-missing=
-command -v qemu-system-x86_64 >/dev/null || missing="$missing qemu-system-x86"
-dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' ||
-	missing="$missing busybox-static"
-command -v cpio >/dev/null || missing="$missing cpio"
-if [ -n "$missing" ]; then
-	echo "check-vm: installing$missing"
-	as_root apt-get update -qq
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
-fi
+# Section [vm] of tools/packages: installed as root, named otherwise.
+"$VM"/../tools/need-packages vm
 BUSYBOX=/bin/busybox # from busybox-static (which conflicts with busybox)
 
 # --- kernel -----------------------------------------------------------------

@@ -46,6 +46,7 @@
 
 #include "rarewrite.h"
 #include "internal.h"
+#include "critical.h"
 
 /* This backend's ops table (at the end), listed in backends.c. */
 extern const struct rw_backend rw_backend_mprotect RW_HIDDEN;

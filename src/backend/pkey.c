@@ -49,6 +49,7 @@
 #include <cpuid.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <mqueue.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -61,6 +62,7 @@
 
 #include "rarewrite.h"
 #include "internal.h"
+#include "critical.h"
 
 /* This backend's ops table (at the end), listed in backends.c. */
 extern const struct rw_backend rw_backend_pkey RW_HIDDEN;
@@ -780,29 +782,83 @@ static void pkey_fork_child(void)
 
 /*
  * Threads created inside an open window would inherit its PKRU. The
- * interposed pthread_create() starts every thread through a trampoline
- * that write-disables our keys first. In a dynamically linked program this
- * definition comes before libc's; in a static one it is the first
- * definition the linker sees. The real function is libc's next definition,
- * or in a static link its internal name, which the reference to
- * thrd_create() pulls into the link.
+ * interposed pthread_create() and thrd_create() start every thread through
+ * a trampoline that write-disables our keys first. In a dynamically linked
+ * program these definitions come before libc's; in a static one they are
+ * the first definitions the linker sees. The real function is libc's next
+ * definition, or in a static link its internal name, which the reference
+ * to mq_notify() pulls into the link (its object calls it). C11's
+ * thrd_create() is what libc's own is: pthread_create() with glibc's
+ * marker for a C11 thread as its attributes.
  */
 typedef int create_fn(pthread_t *, const pthread_attr_t *, void *(*)(void *),
 		      void *);
 extern create_fn __pthread_create_2_1 __attribute__((weak));
-__attribute__((used)) static int (*const pull_in_create)(thrd_t *, thrd_start_t,
-							 void *) = thrd_create;
+__attribute__((used)) static int (*const pull_in_create)(
+	mqd_t, const struct sigevent *) = mq_notify;
+#define ATTR_C11_THREAD ((const pthread_attr_t *)(uintptr_t)-1)
+
+/*
+ * The C library's pthread_create(), found once: dlsym() walks the loader's
+ * list of objects, which is writable (a store to an object's load bias
+ * there would make the next lookup return a gadget), and a pointer cached
+ * in writable memory could be pointed at one directly (attack 12b). So the
+ * lookup runs in a constructor, before the program's main() and before
+ * anything is protected, into a page that is then read-only (and sealed
+ * where the kernel has mseal(2)); "done" is in that page, so no store can
+ * make it run again. A call before the constructor (another library's
+ * constructor) looks it up then, before anything can be protected.
+ */
+static struct libc_next {
+	bool done;
+	create_fn *create;
+} __attribute__((aligned(4096))) libc_next;
+static pthread_mutex_t libc_next_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void libc_next_resolve(void)
+{
+	create_fn *f = __pthread_create_2_1;
+
+	pthread_mutex_lock(&libc_next_lock);
+	if (!__atomic_load_n(&libc_next.done, __ATOMIC_ACQUIRE)) {
+		if (!f)
+			f = (create_fn *)dlsym(RTLD_NEXT, "pthread_create");
+		if (!f)
+			rw_die("pthread_create", NULL,
+			       "cannot find the C library's pthread_create");
+		libc_next.create = f;
+		__atomic_store_n(&libc_next.done, true, __ATOMIC_RELEASE);
+		if (mprotect(&libc_next, sizeof(libc_next), PROT_READ))
+			rw_die("pthread_create", &libc_next,
+			       "cannot protect the C library's pthread_create");
+		seal(&libc_next, sizeof(libc_next)); /* where mseal(2) is */
+	}
+	pthread_mutex_unlock(&libc_next_lock);
+}
+
+__attribute__((constructor)) static void libc_next_early(void)
+{
+	libc_next_resolve();
+}
+
+static create_fn *real_create(void)
+{
+	if (!__atomic_load_n(&libc_next.done, __ATOMIC_ACQUIRE))
+		libc_next_resolve();
+	return libc_next.create;
+}
 
 struct thread_start {
-	void *(*fn)(void *);
+	union {
+		void *(*posix)(void *);
+		thrd_start_t c11;
+	} fn;
 	void *arg;
 };
 
-static void *thread_trampoline(void *p)
+/* The new thread's keys: write-disabled, whatever it inherited. */
+static void thread_settle(void)
 {
-	struct thread_start s = *(struct thread_start *)p;
-
-	free(p);
 	/* A record left by a dead thread whose id we now carry. */
 	if (find_record(this_tid())) {
 		struct thread_rec none = {.tid = this_tid()};
@@ -810,42 +866,73 @@ static void *thread_trampoline(void *p)
 		set_record(&none);
 	}
 	gate_settle();
-	return s.fn(s.arg);
 }
 
-/* Looked up on every call, never cached: a cached pointer would sit in
- * writable memory, where a store could make pthread_create() call a
- * gadget (attack 12b). The weak reference goes through the read-only GOT
- * (-z relro -z now); dlsym() costs far less than creating a thread. */
-static create_fn *real_create(void)
+static void *thread_trampoline(void *p)
 {
-	create_fn *f = __pthread_create_2_1;
+	struct thread_start s = *(struct thread_start *)p;
 
-	if (!f)
-		f = (create_fn *)dlsym(RTLD_NEXT, "pthread_create");
-	if (!f)
-		rw_die("pthread_create", NULL,
-		       "cannot find the C library's pthread_create");
-	return f;
+	free(p);
+	thread_settle();
+	return s.fn.posix(s.arg);
+}
+
+static void *c11_trampoline(void *p)
+{
+	struct thread_start s = *(struct thread_start *)p;
+
+	free(p);
+	if (rw_pkey_state.active)
+		thread_settle();
+	return (void *)(intptr_t)s.fn.c11(s.arg);
+}
+
+static int start_thread(pthread_t *thread, const pthread_attr_t *attr,
+			void *(*trampoline)(void *),
+			const struct thread_start *start)
+{
+	struct thread_start *s = malloc(sizeof(*s));
+	int err;
+
+	if (!s)
+		return EAGAIN;
+	*s = *start;
+	err = real_create()(thread, attr, trampoline, s);
+	if (err)
+		free(s);
+	return err;
 }
 
 __attribute__((visibility("default"), weak)) int
 pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 	       void *(*fn)(void *), void *arg)
 {
-	struct thread_start *s;
-	int err;
-
 	if (!rw_pkey_state.active)
 		return real_create()(thread, attr, fn, arg);
-	s = malloc(sizeof(*s));
-	if (!s)
-		return EAGAIN;
-	*s = (struct thread_start){fn, arg};
-	err = real_create()(thread, attr, thread_trampoline, s);
-	if (err)
-		free(s);
-	return err;
+	return start_thread(thread, attr, thread_trampoline,
+			    &(struct thread_start){.fn.posix = fn, .arg = arg});
+}
+
+/* glibc's thrd_create(), through the trampoline. */
+__attribute__((visibility("default"), weak)) int
+thrd_create(thrd_t *thr, thrd_start_t fn, void *arg)
+{
+	int err =
+		start_thread((pthread_t *)thr, ATTR_C11_THREAD, c11_trampoline,
+			     &(struct thread_start){.fn.c11 = fn, .arg = arg});
+
+	switch (err) {
+	case 0:
+		return thrd_success;
+	case ENOMEM:
+		return thrd_nomem;
+	case ETIMEDOUT:
+		return thrd_timedout;
+	case EBUSY:
+		return thrd_busy;
+	default:
+		return thrd_error;
+	}
 }
 
 const struct rw_backend rw_backend_pkey = {

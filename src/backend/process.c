@@ -19,9 +19,10 @@
  * request with its sequence number and the sender's pid (from the kernel's
  * SCM_CREDENTIALS), and the calling thread takes only that answer. One
  * request is in flight at a time (the helper serves one at a time anyway);
- * a thread sleeps in recv() for its answer, with a timeout that checks the
- * helper still lives. Regions are registered on the same socket, their
- * memfds passed with SCM_RIGHTS.
+ * a thread sleeps in recv() for its answer. The helper is no child of the
+ * program (process_helper.c): when it ends, its keeper says how on the same
+ * socket. Regions are registered on the same socket, their memfds passed
+ * with SCM_RIGHTS.
  *
  * fork(): the socket is closed in the child, so a child holds no channel to
  * the parent's helper. The child copies each region into a new memfd while
@@ -115,65 +116,41 @@ static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
 #define START_TIMEOUT_S 10
 #define REPLY_TIMEOUT_S 60
 
-/* How the helper ended, for a message; NULL if it still runs. With @reap,
- * collect it. */
-static const char *helper_fate(pid_t pid, bool reap, int *sig)
+/* The helper has ended: say how, from its keeper's @fate (NULL: the
+ * keeper is gone too, without a word). */
+static __attribute__((noreturn)) void
+helper_ended(const char *call, const void *addr, const struct prw_reply *fate)
 {
-	siginfo_t si = {0};
-	int opts = WEXITED | WNOHANG | __WALL | (reap ? 0 : WNOWAIT);
-
-	*sig = 0;
-	if (waitid(P_PID, (id_t)pid, &si, opts))
-		return errno == ECHILD ? "has died" : NULL;
-	if (si.si_pid != pid)
-		return NULL;
-	if (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED) {
-		*sig = si.si_status;
-		return si.si_status == SIGSYS ? "seccomp" : "killed";
-	}
-	return "has died";
-}
-
-/* The helper is gone: reap it and say how it ended. Its end of the
- * socket closes before it becomes a zombie: give it a second to get
- * there. */
-static __attribute__((noreturn)) void helper_died(const char *call,
-						  const void *addr)
-{
-	const char *fate = NULL;
-	int sig = 0;
-
-	for (int i = 0; i < 100 && !fate; i++) {
-		struct timespec t = {0, 10000000};
-
-		fate = helper_fate(helper_id(), true, &sig);
-		if (!fate)
-			nanosleep(&t, NULL);
-	}
-
-	if (fate && !strcmp(fate, "seccomp"))
+	if (fate && fate->err == CLD_KILLED && fate->cpu == SIGSYS)
 		rw_die(call, addr,
 		       "the process backend's helper (pid %d) made a system "
 		       "call outside its seccomp filter and was killed "
 		       "(SIGSYS); the write cannot be applied",
 		       (int)helper_id());
-	if (fate && sig)
+	if (fate && (fate->err == CLD_KILLED || fate->err == CLD_DUMPED))
 		rw_die(call, addr,
 		       "the process backend's helper (pid %d) was killed by "
-		       "signal %d; the write cannot be applied",
-		       (int)helper_id(), sig);
+		       "signal %u; the write cannot be applied",
+		       (int)helper_id(), fate->cpu);
 	rw_die(call, addr,
 	       "the process backend's helper (pid %d) has died; the write "
 	       "cannot be applied",
 	       (int)helper_id());
 }
 
-static void check_helper(const char *call, const void *addr)
+/* The socket failed us: the helper is gone. Its keeper's word on how, if
+ * any, is still in the socket (queued before the keeper's end closed). */
+static __attribute__((noreturn)) void helper_died(const char *call,
+						  const void *addr)
 {
-	int sig;
+	struct prw_reply r;
+	ssize_t n;
 
-	if (helper_fate(helper_id(), false, &sig))
-		helper_died(call, addr);
+	while ((n = recv(ctl_fd(), &r, sizeof(r), MSG_DONTWAIT)) > 0 ||
+	       (n < 0 && errno == EINTR))
+		if (n == (ssize_t)sizeof(r) && r.seq == PRW_SEQ_FATE)
+			helper_ended(call, addr, &r);
+	helper_ended(call, addr, NULL);
 }
 
 /* The CPU we run on, or UINT32_MAX; a hint. */
@@ -236,8 +213,9 @@ static int transact(const char *call, const void *addr, struct msghdr *mh,
 				polls--;
 				continue;
 			}
-			/* SO_RCVTIMEO ran out: is the helper there? */
-			check_helper(call, addr);
+			/* SO_RCVTIMEO ran out. A helper that ended says so
+			 * on the socket (its keeper, or end-of-file); one
+			 * that hangs (stopped) runs into the deadline. */
 			if (mono_s() > deadline)
 				rw_die(call, addr,
 				       "the process backend's helper (pid %d) "
@@ -249,7 +227,13 @@ static int transact(const char *call, const void *addr, struct msghdr *mh,
 			continue;
 		if (n != (ssize_t)sizeof(reply))
 			helper_died(call, addr);
-		if (reply.seq == seq && reply.pid == our_pid()) {
+		if (reply.seq == PRW_SEQ_FATE)
+			helper_ended(call, addr, &reply);
+		/* Ours; or, in a child made by a raw fork (it shares our
+		 * table, so our_pid() is its parent's), the helper's refusal
+		 * of its request, named by the kernel with its own pid. */
+		if (reply.seq == seq &&
+		    (reply.pid == our_pid() || reply.pid == getpid())) {
 			__atomic_store_n(&helper_cpu, reply.cpu,
 					 __ATOMIC_RELAXED);
 			return reply.err;
@@ -260,16 +244,14 @@ static int transact(const char *call, const void *addr, struct msghdr *mh,
 /*
  * Before a memfd goes out, still writable (the helper must map it so): the
  * socket must be the one helper_start() made, by its inode, and its peer
- * the socketpair we created, by the kernel's SO_PEERCRED; and the helper
- * must still be our child. A socket number that was closed and reused for
- * a connection to someone else fails the first two.
+ * the socketpair we created, by the kernel's SO_PEERCRED. A socket number
+ * that was closed and reused for a connection to someone else fails both.
  */
 static void peer_check(const char *call, const void *addr)
 {
 	struct ucred cred;
 	socklen_t l = sizeof(cred);
 	struct stat st;
-	int sig;
 
 	if (fstat(ctl_fd(), &st) || !S_ISSOCK(st.st_mode) ||
 	    (uint64_t)st.st_ino !=
@@ -279,8 +261,6 @@ static void peer_check(const char *call, const void *addr)
 		rw_die(call, addr,
 		       "the process backend's socket is not the one to its "
 		       "helper; not sending it protected memory");
-	if (helper_fate(helper_id(), false, &sig))
-		helper_died(call, addr);
 }
 
 /* A control message (ADD, DEL), with @fd passed if >= 0: 0 or -errno. */
@@ -316,44 +296,47 @@ static int ctl(const char *call, const void *addr, uint32_t op, uint64_t id,
 	return err;
 }
 
-/* Wait for the helper's "ready" (one int32: 0, or -errno from its start)
- * on @sock: 0 or -errno. A helper that dies or hangs at start is an error
- * with a reason on stderr, never a wait without end. */
-static int helper_ready(int sock, pid_t pid)
+/* Wait for the helper's struct prw_ready on @sock: 0 with its pid in
+ * *@pid, or -errno. A helper that dies or hangs at start is an error with a
+ * reason on stderr, never a wait without end. */
+static int helper_ready(int sock, pid_t *pid)
 {
 	uint64_t deadline = mono_s() + START_TIMEOUT_S;
-	int32_t ready;
+	union {
+		struct prw_ready ready;
+		struct prw_reply fate;
+	} m;
 	ssize_t n;
-	int sig;
 
 	for (;;) {
-		n = recv(sock, &ready, sizeof(ready), 0);
-		if (n == (ssize_t)sizeof(ready))
-			return ready;
+		n = recv(sock, &m, sizeof(m), 0);
+		if (n == (ssize_t)sizeof(m.ready) && m.ready.pid > 0) {
+			*pid = m.ready.pid;
+			return m.ready.err;
+		}
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) &&
-		    !helper_fate(pid, false, &sig) && mono_s() <= deadline)
+		    mono_s() <= deadline)
 			continue;
 		break;
 	}
-	if (helper_fate(pid, false, &sig)) {
-		if (sig)
-			rw_say("rare_write_init",
-			       "the process backend's helper (pid %d) was "
-			       "killed by signal %d while starting",
-			       (int)pid, sig);
-		else
-			rw_say("rare_write_init",
-			       "the process backend's helper (pid %d) exited "
-			       "while starting",
-			       (int)pid);
+	if (n == (ssize_t)sizeof(m.fate) && m.fate.seq == PRW_SEQ_FATE &&
+	    (m.fate.err == CLD_KILLED || m.fate.err == CLD_DUMPED)) {
+		rw_say("rare_write_init",
+		       "the process backend's helper (pid %d) was killed by "
+		       "signal %u while starting",
+		       (int)m.fate.pid, m.fate.cpu);
+		return -ECHILD;
+	}
+	if (n >= 0) {
+		rw_say("rare_write_init",
+		       "the process backend's helper exited while starting");
 		return -ECHILD;
 	}
 	rw_say("rare_write_init",
-	       "the process backend's helper (pid %d) did not start within "
-	       "%d s",
-	       (int)pid, START_TIMEOUT_S);
+	       "the process backend's helper did not start within %d s",
+	       START_TIMEOUT_S);
 	return -ETIMEDOUT;
 }
 
@@ -384,7 +367,7 @@ static int helper_start(void)
 	int sv[2], one = 1, err;
 	struct stat st;
 	size_t data;
-	pid_t pid;
+	pid_t pid = 0;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return -errno;
@@ -399,24 +382,18 @@ static int helper_start(void)
 		close(sv[1]);
 		return err;
 	}
-	pid = prw_helper_spawn(sv[1]);
+	err = prw_helper_spawn(sv[1]);
 	close(sv[1]);
-	if (pid < 0) {
-		close(sv[0]);
-		return pid;
-	}
-	err = helper_ready(sv[0], pid);
 	if (err) {
 		close(sv[0]);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, __WALL);
 		return err;
 	}
-	if (fstat(sv[0], &st)) {
+	/* On failure the closed socket ends the helper, if it runs. */
+	err = helper_ready(sv[0], &pid);
+	if (!err && fstat(sv[0], &st))
 		err = -errno;
+	if (err) {
 		close(sv[0]);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, __WALL);
 		return err;
 	}
 	rw_backend_word_set(&rw_backend_process, W_SOCK, (uint64_t)sv[0] + 1);

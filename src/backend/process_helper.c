@@ -3,26 +3,38 @@
  * process_helper.c - the helper process of the process backend: the only
  * place where protected memory is mapped writable.
  *
- * It is a clone of the program made without SIGCHLD (a "clone child", so the
- * program's own wait(-1) and SIGCHLD handlers never see it). Before serving
- * it blocks every signal, restores default dispositions, closes every
- * descriptor but its end of the socket, makes itself non-dumpable (no
- * ptrace, no /proc/<pid>/mem for anyone of the same uid), checks that its
- * parent is still the program, and confines itself to the system calls of
- * its loop (process_seccomp.c). It ends when no process holds the other end
- * of the socket any more (the program exited or exec()ed).
+ * It is not the program's child. The program clones a short-lived middle
+ * process, which clones the keeper and exits; the keeper, now an orphan,
+ * is adopted by init (or the nearest child subreaper above the program:
+ * the program, if it is one itself, gives that up while the middle process
+ * lives) and clones the helper. So nothing the program does to its
+ * children (wait(-1, __WALL), killing every child it finds) reaches the
+ * helper, and the helper is never a zombie: the keeper reaps it at once,
+ * tells the program on the socket how it ended (a signal, its seccomp
+ * filter), and exits, to be reaped by its adopter.
+ *
+ * Before cloning the helper the keeper blocks every signal, restores
+ * default dispositions, closes every descriptor but its end of the socket
+ * and sheds the program's memory (below), so the helper inherits all that;
+ * the middle process checks that its parent is still the program. The
+ * helper makes itself non-dumpable (no ptrace, no /proc/<pid>/mem for
+ * anyone of the same uid) and confines itself to the system calls of its
+ * loop, the keeper to waiting and one reply (process_seccomp.c). The
+ * helper ends when no process holds the program's end of the socket any
+ * more (the program exited or exec()ed).
  *
  * It starts on a copy-on-write copy of the program's memory, so it calls
  * nothing that takes a libc lock or goes through the library's interposers
  * (no malloc, no stdio, no abort, no sigaction(): another thread of the
  * program may have held their locks when it was cloned). Its system calls
- * are made directly (sys() below). Before serving it drops what it does not
- * need of that copy: every anonymous mapping (the program's heap, its other
- * threads' stacks, its buffers, the dynamic loader's own data) but its own
- * stack and thread block; what stays is the loaded objects (code, data,
- * .bss). Since the loader's data is gone, nothing after that may resolve a
- * lazily bound symbol: the few libc functions it calls (memset, memmove,
- * memcpy, strchr, strncmp) are called once before (warm_up()).
+ * are made directly (sys(), process_syscall.h). Before serving it drops what
+ * it does not need of that copy: every anonymous mapping (the program's
+ * heap, its other threads' stacks, its buffers, the dynamic loader's own
+ * data) but its own stack and thread block; what stays is the loaded objects
+ * (code, data, .bss). Since the loader's data is gone, nothing after that
+ * may resolve a lazily bound symbol: the few libc functions it calls
+ * (memset, memmove, memcpy, strchr, strncmp) are called once before
+ * (warm_up()).
  *
  * Every request comes whole in one message (process_ring.h), into helper
  * memory; only the program's own messages are served (the kernel's
@@ -42,11 +54,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "process_helper.h"
 #include "process_ring.h"
+#include "process_seccomp.h"
+#include "process_syscall.h"
 
 static __attribute__((noreturn)) void sys_exit(int code)
 {
@@ -529,29 +544,15 @@ static void warm_up(void)
 		a[0] = 1;
 }
 
-static __attribute__((noreturn)) void helper_main(int sock, pid_t program,
-						  struct keep *keep)
+/* The helper: serve the program from now on. */
+static __attribute__((noreturn)) void helper_main(int sock, pid_t program)
 {
-	struct k_sigaction dfl = {.handler = SIG_DFL};
-	uint64_t all = ~(uint64_t)0;
-	int32_t ready = 0;
+	struct prw_ready ready = {0};
 	long buf;
 
-	/* Directly, not through the library's sigaction() interposer: its
-	 * lock may be held by a thread that is not here, and it would put
-	 * the library's handlers back. */
-	sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, 8, 0, 0);
-	for (int sig = 1; sig < 65; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			sys6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
 	h_sock = sock;
 	h_program = program;
 	h_nr_regions = 0;
-	if (sys(SYS_getppid, 0, 0, 0) != program)
-		sys_exit(0);
-	close_other_fds(sock);
-	warm_up();
-	shed_program_memory(keep);
 	buf = sys6(SYS_mmap, 0, (long)PRW_MSG_MAX, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf < 0 && buf > -4096)
@@ -559,29 +560,118 @@ static __attribute__((noreturn)) void helper_main(int sock, pid_t program,
 	h_buf = (unsigned char *)buf;
 	sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0);
 	sys(SYS_prctl, PR_SET_NAME, PRW_HELPER_COMM, 0);
+	ready.pid = (int32_t)sys(SYS_getpid, 0, 0, 0); /* not in the filter */
 	/* Refused filter: say so, and serve nothing. */
-	ready = prw_helper_seccomp();
+	ready.err = prw_helper_seccomp();
 	if (sys6(SYS_sendto, sock, (long)&ready, sizeof(ready), MSG_NOSIGNAL, 0,
 		 0) != sizeof(ready) ||
-	    ready)
+	    ready.err)
 		sys_exit(1);
 	serve();
 }
 
-pid_t prw_helper_spawn(int sock)
+/*
+ * The keeper: the helper's parent. Wait for the helper to end, tell the
+ * program how (the helper's pid, CLD_* code and status, in a reply with
+ * seq PRW_SEQ_FATE), and exit. Only the helper and the keeper hold their
+ * end of the socket: the program sees end-of-file once both are gone.
+ */
+static __attribute__((noreturn)) void keeper_wait(int sock, pid_t helper)
+{
+	struct prw_reply fate = {.seq = PRW_SEQ_FATE, .pid = helper};
+	siginfo_t si = {0};
+
+	for (;;) {
+		long r = sys6(SYS_waitid, P_PID, helper, (long)&si,
+			      WEXITED | __WALL, 0, 0);
+
+		if (!r)
+			break;
+		if (r != -EINTR)
+			sys_exit(1);
+	}
+	fate.err = si.si_code;
+	fate.cpu = (uint32_t)si.si_status;
+	sys6(SYS_sendto, sock, (long)&fate, sizeof(fate),
+	     MSG_NOSIGNAL | MSG_DONTWAIT, 0, 0);
+	sys_exit(0);
+}
+
+static __attribute__((noreturn)) void keeper_main(int sock, pid_t program,
+						  struct keep *keep)
+{
+	struct k_sigaction dfl = {.handler = SIG_DFL};
+	uint64_t all = ~(uint64_t)0;
+	long helper;
+
+	/* Directly, not through the library's sigaction() interposer: its
+	 * lock may be held by a thread that is not here, and it would put
+	 * the library's handlers back. The helper inherits all of this. */
+	sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, 8, 0, 0);
+	for (int sig = 1; sig < 65; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sys6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
+	close_other_fds(sock);
+	warm_up();
+	shed_program_memory(keep);
+	sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0);
+	sys(SYS_prctl, PR_SET_NAME, PRW_KEEPER_COMM, 0);
+	/* Exit signal 0: the keeper is told by waitid(__WALL), not SIGCHLD. */
+	helper = sys6(SYS_clone, 0, 0, 0, 0, 0, 0);
+	if (helper < 0)
+		sys_exit(1);
+	if (!helper)
+		helper_main(sock, program);
+	/* After the clone: the helper must not inherit this filter. A
+	 * keeper that cannot confine itself does not leave a helper behind:
+	 * the program learns it was killed while starting. */
+	if (prw_keeper_seccomp())
+		sys(SYS_kill, helper, SIGKILL, 0);
+	keeper_wait(sock, (pid_t)helper);
+}
+
+/* The middle process: a child of the program for as long as it takes to
+ * clone the keeper, which it leaves an orphan. */
+static __attribute__((noreturn)) void middle_main(int sock, pid_t program,
+						  struct keep *keep)
+{
+	long keeper;
+
+	if (sys(SYS_getppid, 0, 0, 0) != program)
+		sys_exit(1);
+	keeper = sys6(SYS_clone, 0, 0, 0, 0, 0, 0);
+	if (!keeper)
+		keeper_main(sock, program, keep);
+	sys_exit(keeper < 0 ? 1 : 0);
+}
+
+int prw_helper_spawn(int sock)
 {
 	pid_t program = getpid();
 	struct keep keep = {.n = 0};
+	int subreaper = 0;
 	long pid;
 
 	dl_iterate_phdr(keep_bss, &keep);
 
-	/* Like fork(), but exit signal 0: not a SIGCHLD child. No atfork
-	 * handlers run; the child touches no libc lock. */
+	/* A child subreaper adopts its descendants' orphans: the program
+	 * must not be one when the middle process exits, or the keeper
+	 * would become its child. It is one again right after. */
+	if (prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0) || !subreaper)
+		subreaper = 0;
+	else if (prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0))
+		return -errno;
+
+	/* Like fork(), but exit signal 0: not a SIGCHLD child, and reaped
+	 * right here. No atfork handlers run; the child touches no libc
+	 * lock. */
 	pid = sys6(SYS_clone, 0, 0, 0, 0, 0, 0);
-	if (pid < 0)
-		return (pid_t)pid;
 	if (!pid)
-		helper_main(sock, program, &keep);
-	return (pid_t)pid;
+		middle_main(sock, program, &keep);
+	if (pid > 0)
+		while (waitpid((pid_t)pid, NULL, __WALL) < 0 && errno == EINTR)
+			;
+	if (subreaper)
+		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	return pid < 0 ? (int)pid : 0;
 }

@@ -66,13 +66,28 @@ struct prw_msg {
 	uint32_t pad;
 };
 
-/* helper -> program, one per request, and one int32 0 when ready. */
+/* helper -> program, one per request. */
 struct prw_reply {
 	uint64_t seq;
 	int32_t pid;  /* the sender of the request, as the kernel named it */
 	int32_t err;  /* 0 or -errno (-EPERM: not the program's message) */
 	uint32_t cpu; /* hint: the helper's CPU */
 	uint32_t pad;
+};
+
+/*
+ * keeper -> program, once, when the helper has ended: a struct prw_reply
+ * with seq PRW_SEQ_FATE (no request has it), pid the helper's, err its
+ * CLD_* code (CLD_KILLED: killed by signal cpu; CLD_EXITED: exited with
+ * status cpu). Only the helper and its keeper can send on their end.
+ */
+#define PRW_SEQ_FATE UINT64_MAX
+
+/* helper -> program, once, when it is ready: 0 or -errno from its start,
+ * and its pid. */
+struct prw_ready {
+	int32_t err;
+	int32_t pid;
 };
 
 #define PRW_MSG_MAX                                                            \

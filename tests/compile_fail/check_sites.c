@@ -3,7 +3,8 @@
  * A half-ported file for check mode (-DRAREWRITE_CHECK_WRITES, step 2 of
  * rarewrite-porting(7)): it compiles cleanly as it is, and in check mode the
  * compiler must name exactly the lines marked UNCONVERTED (tests/tests.mk,
- * check-write-sites). Converted writes and reads must still compile there.
+ * check-write-sites). Converted writes, stores marked for before init
+ * (rare_write_before_init()) and reads must still compile there.
  */
 #include <stddef.h>
 
@@ -29,6 +30,13 @@ static int twice(int x)
 }
 
 static const struct handler doubler = {twice};
+
+/* start-up code: a plain store meant for before rare_write_init() */
+void setup(void)
+{
+	rare_write_before_init(cfg.nr_handlers, 0);
+	rare_write_before_init(generation, 1);
+}
 
 int configure(int verbose, const char *name)
 {

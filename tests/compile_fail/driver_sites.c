@@ -5,7 +5,9 @@
  * marked UNCONVERTED, with gcc and clang, whichever spelling declares the
  * object: after the declarator, where const goes, on a line of its own,
  * a function pointer, an extern declaration seen only as in a library's
- * public header, and stores made by a called function.
+ * public header, and stores made by a called function. Initialisers that
+ * only take a protected table's address (marked ADDRESS_ONLY) are said as
+ * notes, not sites; rare_write_before_init() is no site.
  */
 #include <pthread.h>
 #include <string.h>
@@ -41,6 +43,31 @@ static int twice(int x)
 
 static const struct handler doubler = {twice};
 
+/* a command table pointing into protected subcommand tables */
+struct command {
+	const char *name;
+	struct command *sub;
+};
+static struct command config_subcommands[2] __wr_rare = {{"get", NULL}};
+static struct command commands[] = {
+	{.name = "config", .sub = config_subcommands}, /* ADDRESS_ONLY */
+	{.sub = &config_subcommands[1], .name = "x"},  /* ADDRESS_ONLY */
+	{"debug", config_subcommands},		       /* ADDRESS_ONLY */
+};
+
+static int link_commands(struct command *from, struct command *to)
+{
+	return from == to;
+}
+
+/* start-up code: plain stores meant for before rare_write_init() */
+void setup(int verbose)
+{
+	rare_write_before_init(cfg.verbose, verbose);
+	rare_write_before_init(spare[1], &doubler);
+	rare_write_before_init(config_subcommands[1].name, "set");
+}
+
 static void *work(void *arg)
 {
 	return arg;
@@ -72,6 +99,8 @@ int port(const char *name)
 	strcpy(cfg.name, name); /* UNCONVERTED */
 	derived = lib_counters; /* UNCONVERTED */
 	derived[2] = 5;
-	pthread_create(&workers[0], NULL, work, NULL); /* UNCONVERTED */
-	return handlers[0]->fn(cfg.verbose) + (hook != 0) + spare[0]->fn(1);
+	link_commands(&commands[0], config_subcommands); /* UNCONVERTED */
+	pthread_create(&workers[0], NULL, work, NULL);	 /* UNCONVERTED */
+	return handlers[0]->fn(cfg.verbose) + (hook != 0) + spare[0]->fn(1) +
+	       (commands[0].sub != NULL);
 }
