@@ -197,6 +197,7 @@ step "the demo against the installed packages, pkg-config alone"
 cd "$out"
 flags=$(env -u PKG_CONFIG_PATH pkg-config --cflags --libs rarewrite)
 echo "cc examples/handlers.c $flags"
+# shellcheck disable=SC2086 # pkg-config's flags are words
 cc "$top/examples/handlers.c" -o handlers $flags
 ldd ./handlers | grep -Eq "librarewrite.so.0 => (/usr)?/lib/x86_64-linux-gnu/librarewrite.so.0" || {
 	ldd ./handlers
@@ -204,6 +205,7 @@ ldd ./handlers | grep -Eq "librarewrite.so.0 => (/usr)?/lib/x86_64-linux-gnu/lib
 	exit 1
 }
 # the installed library's list of backends (rare_write_backends(3))
+# shellcheck disable=SC2086
 cc "$top/tools/backends.c" -o backends $flags
 for b in auto $(./backends); do
 	rc=0
