@@ -8,17 +8,29 @@
 #     program to supply);
 #  4. the library's own objects carry no section-registration constructor
 #     (the header's constructor is for programs and their libraries);
-#  5. make uninstall removes everything make install put in a prefix.
+#  5. make uninstall removes everything make install put in a stage.
+# Every check is of the build it is given: the sub-makes keep the caller's
+# variable definitions (B, CFLAGS, EXTRA_LDFLAGS, PREFIX, LIBDIR: a
+# package build's) and lose its options (their output is read, so none may
+# inherit -s, -n or -q; -j and the jobserver go with them).
 set -eu
 B=$1
 MAKE=${2:-make}
-# the sub-makes are read, so none inherits -s or -n from the caller
-unset MAKEFLAGS MFLAGS
+# MAKEFLAGS is "[letters] [--long-options] -- VAR=value ...": keep what
+# follows the first "-- " (an option never has a space after its "--").
+case " ${MAKEFLAGS:-}" in
+*" -- "*) MAKEFLAGS="-- ${MAKEFLAGS#*-- }" && export MAKEFLAGS ;;
+*) unset MAKEFLAGS ;;
+esac
+unset MFLAGS
 fail=0
 bad() {
 	echo "check-build: $*" >&2
 	fail=1
 }
+
+# 0. the build given is the one the sub-makes see (not the default build/)
+$MAKE -s -q all || bad "make all is not up to date in $B: the sub-make does not see the build it was given"
 
 # 1. -W pretends the header was just changed, without touching it
 $MAKE -s -q "$B/src/backend/process.o" || bad "$B/src/backend/process.o is not up to date after make"
@@ -47,12 +59,14 @@ $MAKE -n -W src/exports.map V=1 "$B/librarewrite.so" | grep -q -- '-Wl,-z,defs' 
 n=$(nm "$B/librarewrite.so" | grep -c 'rare_write_register_this_object_' || true)
 [ "$n" -eq 0 ] || bad "librarewrite.so has $n copies of the header's registration constructor"
 
-# 5. install, uninstall: the prefix is left empty
+# 5. install, uninstall: the stage is left empty. DESTDIR, not PREFIX:
+# the caller's LIBDIR, INCLUDEDIR... (a package's /usr/lib/<triplet>) are
+# kept, and nothing can be installed outside the stage.
 s=$(pwd)/$B/uninstall-stage
 rm -rf "$s"
-$MAKE -s install PREFIX="$s" >/dev/null
-[ -f "$s/include/rarewrite.h" ] || bad "make install did not install into $s"
-$MAKE -s uninstall PREFIX="$s" >/dev/null
+$MAKE -s install DESTDIR="$s" >/dev/null
+[ -n "$(find "$s" -name rarewrite.h -type f)" ] || bad "make install did not install into $s"
+$MAKE -s uninstall DESTDIR="$s" >/dev/null
 left=$(find "$s" ! -type d | sed "s|^$s/||")
 [ -z "$left" ] || bad "make uninstall left: $(echo "$left" | tr '\n' ' ')"
 rm -rf "$s"

@@ -181,7 +181,8 @@ analyzer:
 # findings their owners have been told of (remove a name once it is clean).
 OWN_SCRIPTS := tools/rarewrite-cc man/check-examples.sh tests/check-abi.sh tests/check-analyzers.sh \
 	tests/check-version.sh tests/check-build.sh tests/check-driver.sh tests/check-export.sh \
-	tools/need-packages tools/apt.sh tests/check-fresh.sh
+	tools/need-packages tools/apt.sh tests/check-fresh.sh \
+	tests/check-deb.sh debian/tests/installed-suite
 SHELLCHECK_PENDING := kernel/initramfs/init kernel/run-debug vm/init
 shellcheck:
 	@all=$$(git ls-files | while read -r f; do \
