@@ -74,6 +74,14 @@ void attack_report(enum attack_result r, const char *fmt, ...)
 	_exit(0);
 }
 
+void attack_landed(const char *what)
+{
+	if (__atomic_load_n(&report->result, __ATOMIC_SEQ_CST) != ATTACK_UNSET)
+		return;
+	snprintf(report->note, sizeof(report->note), "%s", what);
+	__atomic_store_n(&report->result, ATTACK_OPEN, __ATOMIC_SEQ_CST);
+}
+
 void attack_verdict(bool landed, const char *what)
 {
 	if (landed)
