@@ -62,11 +62,11 @@ const struct attack_expect attack_table[] = {
 	{"14e", {B, B, B, B, B}},
 	{"14f", {B, NA, NA, B, NA}},
 	/* The scribbler (15, attack_scribble.c). */
-	{"15a", {O, O, O, B, O}},
+	{"15a", {O, O, O, O, O}},
 	{"15b", {O, O, O, O, O}},
 	{"15c", {B, B, B, B, B}},
-	{"15d", {O, O, B, B, B}},
-	{"15e", {B, O, O, B, O}},
+	{"15d", {O, O, O, B, B}},
+	{"15e", {O, O, O, O, O}},
 	{"15f", {B, NA, NA, B, NA}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
