@@ -6,10 +6,10 @@
  * A single write opens only the pages it touches. A begin/end window opens
  * every region, as clearing CR0.WP did, and is visible to every thread of the
  * process while it lasts. One mutex serialises the flips. The count of open
- * windows lives in a page of its own that is writable only for the one store
- * that changes it, under the mutex: an arbitrary-write bug can raise it
- * neither at rest nor during a window, so it cannot keep a window from
- * closing (Chromium's ProtectedMemory keeps its count read-only at rest
+ * windows lives in pages of their own, a vault (vault.c: a memfd mapped
+ * read-only, written only with pwrite() under the mutex): no store of any
+ * thread can raise it, at rest or during a window, so it cannot keep a window
+ * from closing (Chromium's ProtectedMemory keeps its count read-only at rest
  * only). The page is a static object reached RIP-relative: no pointer to it
  * lives in writable memory, where a store could point end() at a fake page
  * whose count never reaches zero (attack 12a).
