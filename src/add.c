@@ -24,13 +24,12 @@ unsigned long long rare_write_add_(void *dst, size_t size,
 		uint32_t u32;
 		uint64_t u64;
 	} n;
-	struct rw_seg seg = {.dst = dst, .src = &n, .len = size};
 	sigset_t all, saved;
 
 	if (size != 1 && size != 2 && size != 4 && size != 8)
 		rw_die("rare_write_add", dst, "%zu-byte object: integers only",
 		       size);
-	seg.region = rw_region_of("rare_write_add", dst, size);
+	rw_region_of("rare_write_add", dst, size);
 	/* A handler's own add on this thread must not find the lock held. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &saved);
@@ -52,7 +51,7 @@ unsigned long long rare_write_add_(void *dst, size_t size,
 		v = *(const volatile uint64_t *)dst + delta;
 		n.u64 = v;
 	}
-	rw_write(&seg, 1);
+	rw_write_args("rare_write_add", dst, &n, size, 0);
 	pthread_mutex_unlock(&add_lock);
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	return v;

@@ -77,26 +77,61 @@ void rw_write(const struct rw_seg *segs, unsigned n)
 	b->write(segs, n);
 }
 
+void rw_seg_make(const struct rw_backend *b, const char *call, void *dst,
+		 const void *src, size_t len, int fill, struct rw_seg *out)
+{
+	struct rw_region *r = rw_region_of(call, dst, len);
+
+	if (r->backend != b)
+		rw_die(call, dst,
+		       "the region changed backend during the write");
+	*out = (struct rw_seg){
+		.region = r, .dst = dst, .src = src, .len = len, .fill = fill};
+}
+
+/*
+ * The region found here only picks the backend (whose locks come first);
+ * write_one validates the arguments again once it holds them, and uses
+ * only that. The arguments themselves stay in registers where the
+ * compiler can keep them; what a lock function spills of them is the
+ * residual the scribbler measures (SECURITY.md).
+ */
+void rw_write_args(const char *call, void *dst, const void *src, size_t len,
+		   int fill)
+{
+	const struct rw_region *r = rw_region_of(call, dst, len);
+	const struct rw_backend *b = r->backend;
+
+	if (!rw_initialised() || !b->write_one ||
+	    (rw_window_depth && b == rw_table.backend)) {
+		struct rw_seg seg = {.region = (struct rw_region *)r,
+				     .dst = dst,
+				     .src = src,
+				     .len = len,
+				     .fill = fill};
+
+		rw_write(&seg, 1);
+		return;
+	}
+	if (b->dontfork_views)
+		rw_owner_check(call, dst);
+	b->write_one(call, dst, src, len, fill);
+}
+
 void rare_write_memcpy(void *dst, const void *src, size_t len)
 {
-	struct rw_seg seg = {.dst = dst, .src = src, .len = len};
-
 	if (!len)
 		return;
 	if (!src)
 		rw_die("rare_write_memcpy", dst, "NULL source");
-	seg.region = rw_region_of("rare_write_memcpy", dst, len);
-	rw_write(&seg, 1);
+	rw_write_args("rare_write_memcpy", dst, src, len, 0);
 }
 
 void rare_write_memset(void *dst, int c, size_t len)
 {
-	struct rw_seg seg = {.dst = dst, .len = len, .fill = c};
-
 	if (!len)
 		return;
-	seg.region = rw_region_of("rare_write_memset", dst, len);
-	rw_write(&seg, 1);
+	rw_write_args("rare_write_memset", dst, NULL, len, c);
 }
 
 /*

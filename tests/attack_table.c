@@ -67,6 +67,6 @@ const struct attack_expect attack_table[] = {
 	{"15c", {B, B, B, B, B}},
 	{"15d", {O, O, O, B, B}},
 	{"15e", {O, O, O, O, O}},
-	{"15f", {B, NA, NA, B, NA}},
+	{"15f", {B, NA, NA, O, NA}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

@@ -506,6 +506,9 @@ void attack_check(const struct attack *a)
 		attack_run(a, note, sizeof(note), backend, sizeof(backend));
 	enum attack_result want = attack_expected(a->id, backend);
 
+	if (getenv("ATTACK_NOTES"))
+		fprintf(stderr, "attack %s on %s: %s (%s)\n", a->id, backend,
+			attack_result_name(got), note);
 	got = racy_ok(a->id, got, want);
 	if (got == ATTACK_NA && want == ATTACK_NA)
 		SKIP("scenario does not apply to this backend");

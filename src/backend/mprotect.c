@@ -285,6 +285,27 @@ static void mprotect_write(const struct rw_seg *segs, unsigned n)
 	unlock();
 }
 
+/* The lock first, then the segment from the arguments (internal.h). */
+static void mprotect_write_one(const char *call, void *dst, const void *src,
+			       size_t len, int fill)
+{
+	struct rw_seg s;
+	uintptr_t start;
+	size_t span;
+
+	lock();
+	rw_seg_make(&rw_backend_mprotect, call, dst, src, len, fill, &s);
+	if (control.open_windows) {
+		rw_seg_store(&s, dst);
+	} else {
+		page_span(&s, &start, &span);
+		flip(call, start, span, true);
+		rw_seg_store(&s, dst);
+		flip(call, start, span, false);
+	}
+	unlock();
+}
+
 /* Add @delta windows to the calling thread, flipping every region when
  * the first opens or the last closes. */
 static void windows_add(const char *call, int delta)
@@ -482,6 +503,7 @@ const struct rw_backend rw_backend_mprotect = {
 	.create = mprotect_create,
 	.destroy = mprotect_destroy,
 	.write = mprotect_write,
+	.write_one = mprotect_write_one,
 	.begin = mprotect_begin,
 	.end = mprotect_end,
 	.map = mprotect_map,
