@@ -260,8 +260,20 @@ static bool snap_changed(struct snap *s, const void *skip, size_t skip_len)
 	static unsigned char buf[1 << 20];
 	size_t a = (uintptr_t)skip - (uintptr_t)s->at;
 
-	if (s->len > sizeof(buf) || !peek(s->at, buf, s->len))
+	if (s->len > sizeof(buf))
 		return true;
+	if (!peek(s->at, buf, s->len)) {
+		/* The EFAULT seen on mprotect's section: mapped (mincore()
+		 * succeeds on every page) means readable here, protected
+		 * memory is never unreadable; unmapped is a change. */
+		static unsigned char vec[(1 << 20) / 4096];
+
+		if (mincore((void *)s->at, s->len, vec)) {
+			snprintf(chk.diff, sizeof(chk.diff), " (unmapped)");
+			return true;
+		}
+		memcpy(buf, s->at, s->len);
+	}
 	if (skip && a < s->len)
 		memcpy(buf + a, s->copy + a, skip_len);
 	for (size_t i = 0; i < s->len; i++)
