@@ -42,12 +42,11 @@ static unsigned long long rmw(const char *call, void *dst, size_t size,
 		uint32_t u32;
 		uint64_t u64;
 	} n;
-	struct rw_seg seg = {.dst = dst, .src = &n, .len = size};
 	sigset_t all, saved;
 
 	if (size != 1 && size != 2 && size != 4 && size != 8)
 		rw_die(call, dst, "%zu-byte object: integers only", size);
-	seg.region = rw_region_of(call, dst, size);
+	rw_region_of(call, dst, size);
 	/* A handler's own update on this thread must not find the lock
 	 * held. */
 	sigfillset(&all);
@@ -70,7 +69,7 @@ static unsigned long long rmw(const char *call, void *dst, size_t size,
 		v = apply(op, *(const volatile uint64_t *)dst, operand);
 		n.u64 = v;
 	}
-	rw_write(&seg, 1);
+	rw_write_args(call, dst, &n, size, 0);
 	pthread_mutex_unlock(&add_lock);
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	return v;

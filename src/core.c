@@ -78,26 +78,61 @@ void rw_write(const struct rw_seg *segs, unsigned n)
 	b->write(segs, n);
 }
 
+void rw_seg_make(const struct rw_backend *b, const char *call, void *dst,
+		 const void *src, size_t len, int fill, struct rw_seg *out)
+{
+	struct rw_region *r = rw_region_of(call, dst, len);
+
+	if (r->backend != b)
+		rw_die(call, dst,
+		       "the region changed backend during the write");
+	*out = (struct rw_seg){
+		.region = r, .dst = dst, .src = src, .len = len, .fill = fill};
+}
+
+/*
+ * The region found here only picks the backend (whose locks come first);
+ * write_one validates the arguments again once it holds them, and uses
+ * only that. The arguments themselves stay in registers where the
+ * compiler can keep them; what a lock function spills of them is the
+ * residual the scribbler measures (SECURITY.md).
+ */
+void rw_write_args(const char *call, void *dst, const void *src, size_t len,
+		   int fill)
+{
+	const struct rw_region *r = rw_region_of(call, dst, len);
+	const struct rw_backend *b = r->backend;
+
+	if (!rw_initialised() || !b->write_one ||
+	    (rw_window_depth && b == rw_table.backend)) {
+		struct rw_seg seg = {.region = (struct rw_region *)r,
+				     .dst = dst,
+				     .src = src,
+				     .len = len,
+				     .fill = fill};
+
+		rw_write(&seg, 1);
+		return;
+	}
+	if (b->dontfork_views)
+		rw_owner_check(call, dst);
+	b->write_one(call, dst, src, len, fill);
+}
+
 void rare_write_memcpy(void *dst, const void *src, size_t len)
 {
-	struct rw_seg seg = {.dst = dst, .src = src, .len = len};
-
 	if (!len)
 		return;
 	if (!src)
 		rw_die("rare_write_memcpy", dst, "NULL source");
-	seg.region = rw_region_of("rare_write_memcpy", dst, len);
-	rw_write(&seg, 1);
+	rw_write_args("rare_write_memcpy", dst, src, len, 0);
 }
 
 void rare_write_memset(void *dst, int c, size_t len)
 {
-	struct rw_seg seg = {.dst = dst, .len = len, .fill = c};
-
 	if (!len)
 		return;
-	seg.region = rw_region_of("rare_write_memset", dst, len);
-	rw_write(&seg, 1);
+	rw_write_args("rare_write_memset", dst, NULL, len, c);
 }
 
 /*
@@ -271,11 +306,12 @@ static void maps_insert(struct rare_write_mapping *m, bool backend)
 	pthread_mutex_unlock(&maps_lock);
 }
 
-/* Forget the open map @m; whether its view came from the backend. */
-static bool maps_remove(const struct rare_write_mapping *m)
+/* Forget the open map @m: its record, copied from the table, in @rec. The
+ * handle is the caller's, in memory any thread can store to: only the
+ * table's record says which view to release (the scribbler, 15e). */
+static void maps_remove(const struct rare_write_mapping *m,
+			struct open_map *rec)
 {
-	bool backend;
-
 	pthread_mutex_lock(&maps_lock);
 	for (size_t i = 0; i < rw_table.nr_maps; i++) {
 		const struct open_map *o = &rw_table.maps[i];
@@ -284,10 +320,10 @@ static bool maps_remove(const struct rare_write_mapping *m)
 		    o->start == (uintptr_t)m->target &&
 		    o->end == (uintptr_t)m->target + m->len &&
 		    o->view == (uintptr_t)m->addr) {
-			backend = o->backend;
+			*rec = *o;
 			TABLE_SET(rw_table.maps[i].token, 0UL);
 			pthread_mutex_unlock(&maps_lock);
-			return backend;
+			return;
 		}
 	}
 	pthread_mutex_unlock(&maps_lock);
@@ -339,10 +375,17 @@ struct rare_write_mapping rare_write_map(void *addr, size_t len)
 
 void rare_write_unmap(struct rare_write_mapping m)
 {
-	struct rw_region *r = rw_region_of("rare_write_unmap", m.target, m.len);
+	struct open_map rec;
+	struct rw_region *r;
 
-	if (maps_remove(&m))
-		r->backend->unmap(r, m.addr, m.target, m.len);
+	rw_region_of("rare_write_unmap", m.target, m.len);
+	maps_remove(&m, &rec);
+	/* From here on only the table's record: after the lock wait. */
+	r = rw_region_of("rare_write_unmap", (void *)rec.start,
+			 rec.end - rec.start);
+	if (rec.backend)
+		r->backend->unmap(r, (void *)rec.view, (void *)rec.start,
+				  rec.end - rec.start);
 }
 
 static int backend_use(const struct rw_backend *b)
@@ -360,6 +403,38 @@ static int backend_use(const struct rw_backend *b)
 			rw_signal_activate();
 	}
 	return err;
+}
+
+/*
+ * The record create() filled sits on the stack across its system calls,
+ * where another thread can rewrite it (the scribbler, 15d): the backend,
+ * length and seal are put back from this call's own values, and the range
+ * and descriptor must be new to the table (a record pointing at a section
+ * or at another region's memfd would aim every later write there).
+ * registry_lock held.
+ */
+static void created_check(struct rw_region *f, const struct rw_backend *b,
+			  size_t len, bool seal)
+{
+	struct rw_region *o;
+
+	f->backend = b;
+	f->len = len;
+	f->seal = seal;
+	f->kind = RW_REGION_FREE;
+	if (!f->start || f->start % rw_page_size || f->start + len < f->start ||
+	    (f->fd >= 0 && f->fd == rw_table.vault_fd))
+		goto bad;
+	rw_for_each_region(o)
+		if ((f->start < o->start + o->len &&
+		     o->start < f->start + len) ||
+		    (f->fd >= 0 && f->fd == o->fd))
+			goto bad;
+	return;
+bad:
+	rw_die("rare_pool_create", (void *)f->start,
+	       "a new pool's record changed before it was committed (a store "
+	       "into the caller's stack?)");
 }
 
 struct rw_region *rw_region_create(size_t len, size_t meta_len,
@@ -401,6 +476,7 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 	}
 	if (err)
 		goto out;
+	created_check(&filled, b, len, seal);
 	filled.user_start = filled.start + meta_len;
 	rw_region_commit(r, &filled, RW_REGION_POOL);
 out:
@@ -412,22 +488,34 @@ out:
 	return r;
 }
 
+/*
+ * @r came from a lookup before the lock wait, in memory another thread can
+ * rewrite: after the wait it must still be a pool's slot of the table, and
+ * what destroy uses (the range, the descriptor, the ops table) is read from
+ * that slot, never from a copy on the stack (the scribbler, 15d).
+ */
 void rw_region_destroy(struct rw_region *r)
 {
-	struct rw_region gone;
+	uintptr_t at;
 
 	if (rw_window_depth)
 		rw_die("rare_pool_destroy", (void *)r->start,
 		       "called inside an open window");
 	pthread_mutex_lock(&registry_lock);
-	gone = *r;
+	at = (uintptr_t)r - (uintptr_t)rw_table.regions;
+	if (at >= sizeof(rw_table.regions) || at % sizeof(*r) ||
+	    r->kind != RW_REGION_POOL ||
+	    (r->protected_ && rw_backend_index(r->backend) < 0))
+		rw_die("rare_pool_destroy", r,
+		       "not a live pool's record (a store into the caller's "
+		       "stack?)");
 	TABLE_SET(r->kind, RW_REGION_FREE); /* lookups stop matching first */
+	if (r->protected_)
+		r->backend->destroy(r);
+	else /* created before init: still plain memory */
+		munmap((void *)r->start, r->len);
 	rw_table_store(r, &(struct rw_region){.kind = RW_REGION_FREE, .fd = -1},
 		       sizeof(*r));
-	if (gone.protected_)
-		gone.backend->destroy(&gone);
-	else /* created before init: still plain memory */
-		munmap((void *)gone.start, gone.len);
 	pthread_mutex_unlock(&registry_lock);
 }
 

@@ -75,6 +75,13 @@ struct rw_backend {
 
 	/* Apply @n segments; where the mechanism has windows, one window. */
 	void (*write)(const struct rw_seg *segs, unsigned n);
+	/* Optional: one write of the public API (@src NULL: @len bytes of
+	 * @fill). Takes the backend's locks first, then builds and validates
+	 * its segment from these arguments (rw_seg_make()) and applies it
+	 * with no lock wait in between: a segment built before the wait sits
+	 * on the stack, where another thread can move it (scribbler 15a). */
+	void (*write_one)(const char *call, void *dst, const void *src,
+			  size_t len, int fill);
 
 	/* Open/close the calling thread's window (only with BEGIN_END). The
 	 * core calls them on the outermost begin/end only. */
@@ -219,6 +226,15 @@ RW_HIDDEN struct rw_region *rw_region_lookup(const void *addr);
 RW_HIDDEN const struct rw_region *rw_seg_region(const struct rw_seg *s);
 /* Write validated segments as one operation (one window where possible). */
 RW_HIDDEN void rw_write(const struct rw_seg *segs, unsigned n);
+/* One write of the public API, naming @call: validated after the backend's
+ * locks are taken (write_one), where the backend has them. */
+RW_HIDDEN void rw_write_args(const char *call, void *dst, const void *src,
+			     size_t len, int fill);
+/* For write_one, locks held: the segment of these arguments, validated
+ * against the table now, on backend @b (else abort naming @call). */
+RW_HIDDEN void rw_seg_make(const struct rw_backend *b, const char *call,
+			   void *dst, const void *src, size_t len, int fill,
+			   struct rw_seg *out);
 RW_HIDDEN bool rw_initialised(void);
 
 /* section.c: abort if the program holds a copy relocation of a variable in

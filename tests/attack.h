@@ -74,6 +74,9 @@ extern const size_t attack_table_len;
 void attack_begin(void); /* the hostile step starts now */
 __attribute__((noreturn)) void attack_report(enum attack_result r,
 					     const char *fmt, ...);
+/* The attack landed (OPEN), whatever happens next: a later death of the
+ * child (a crash the corruption caused) keeps this verdict and note. */
+void attack_landed(const char *what);
 /* Report OPEN when @landed, else BLOCKED, with a note. */
 __attribute__((noreturn)) void attack_verdict(bool landed, const char *what);
 

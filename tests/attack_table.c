@@ -61,6 +61,13 @@ const struct attack_expect attack_table[] = {
 	{"14d", {B, B, B, B, B}},
 	{"14e", {B, B, B, B, B}},
 	{"14f", {B, NA, NA, B, NA}},
+	/* The scribbler (15, attack_scribble.c). */
+	{"15a", {O, O, O, O, O}},
+	{"15b", {O, O, O, O, O}},
+	{"15c", {B, B, B, B, B}},
+	{"15d", {O, O, O, O, B}},
+	{"15e", {O, O, O, O, O}},
+	{"15f", {B, NA, NA, O, NA}},
 	/* Control from memory the library does not own (21), interposition
 	 * gaps (22), the fault report (23), pkey's other keys (24). */
 	{"21a", {B, B, B, B, B}},

@@ -6,10 +6,10 @@
  * A single write opens only the pages it touches. A begin/end window opens
  * every region, as clearing CR0.WP did, and is visible to every thread of the
  * process while it lasts. One mutex serialises the flips. The count of open
- * windows lives in a page of its own that is writable only for the one store
- * that changes it, under the mutex: an arbitrary-write bug can raise it
- * neither at rest nor during a window, so it cannot keep a window from
- * closing (Chromium's ProtectedMemory keeps its count read-only at rest
+ * windows lives in pages of their own, a vault (vault.c: a memfd mapped
+ * read-only, written only with pwrite() under the mutex): no store of any
+ * thread can raise it, at rest or during a window, so it cannot keep a window
+ * from closing (Chromium's ProtectedMemory keeps its count read-only at rest
  * only). The page is a static object reached RIP-relative: no pointer to it
  * lives in writable memory, where a store could point end() at a fake page
  * whose count never reaches zero (attack 12a).
@@ -66,13 +66,27 @@ struct thread_windows {
 	} suspended[MAX_SIGNAL_NEST];
 };
 
-/* Read-only except for the stores of set_record()/set_open_windows(),
- * under flip_lock. */
+/* The windows of every thread: a vault (vault.c), a memfd mapped read-only
+ * over these pages and written only with pwrite() by set_record(), so no
+ * store of any thread reaches it, not even while a window is open (attack
+ * 7d, the scribbler 15f). Its descriptor is a word of the core's table. */
 static struct control {
 	unsigned long open_windows; /* sum of the windows of every thread */
 	unsigned long nr_threads;   /* slots in use */
 	struct thread_windows thr[MAX_THREADS];
 } __attribute__((aligned(4096))) control;
+
+enum { CONTROL_FD }; /* rw_backend_word(): the vault's descriptor + 1 */
+
+static int control_fd(void)
+{
+	return (int)rw_backend_word(&rw_backend_mprotect, CONTROL_FD) - 1;
+}
+
+static void control_store(void *dst, const void *src, size_t len)
+{
+	rw_vault_store(control_fd(), &control, dst, src, len);
+}
 
 static pthread_mutex_t flip_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -91,12 +105,6 @@ static void flip_all(bool writable)
 		if (r->backend == &rw_backend_mprotect && r->protected_)
 			flip(writable ? "rare_write_begin" : "rare_write_end",
 			     r->start, r->len, writable);
-}
-
-static void control_open(bool writable)
-{
-	flip(writable ? "rare_write_begin" : "rare_write_end",
-	     (uintptr_t)&control, sizeof(control), writable);
 }
 
 static int32_t this_tid(void)
@@ -119,31 +127,28 @@ static const struct thread_windows *find_record(int32_t tid)
  * suspended ones is freed), and the count by @open; flip_lock held. */
 static void set_record(const struct thread_windows *rec, unsigned long open)
 {
-	struct thread_windows *slot =
-		(struct thread_windows *)find_record(rec->tid);
+	const struct thread_windows *slot = find_record(rec->tid);
 	bool empty = !rec->windows && !rec->nest;
+	unsigned long counts[2] = {open, control.nr_threads};
 
-	control_open(true);
 	if (!slot && !empty) {
 		for (unsigned i = 0; i < MAX_THREADS && !slot; i++)
 			if (!control.thr[i].tid)
 				slot = &control.thr[i];
-		if (!slot) {
-			control_open(false);
+		if (!slot)
 			rw_die("rare_write_begin", NULL,
 			       "more than %d threads hold windows at once",
 			       MAX_THREADS);
-		}
-		control.nr_threads++;
+		counts[1]++;
 	}
 	if (slot && empty) {
-		memset(slot, 0, sizeof(*slot));
-		control.nr_threads--;
+		control_store((void *)slot, &(struct thread_windows){.tid = 0},
+			      sizeof(*slot));
+		counts[1]--;
 	} else if (slot) {
-		*slot = *rec;
+		control_store((void *)slot, rec, sizeof(*slot));
 	}
-	control.open_windows = open;
-	control_open(false);
+	control_store(&control.open_windows, counts, sizeof(counts));
 }
 
 /* This thread's record as a value (zeroes if it has none). */
@@ -169,18 +174,15 @@ static void unlock(void)
 	rw_cs_leave();
 }
 
-/*
- * The control page sits in the library's .bss. VM_NOHUGEPAGE keeps it a
- * mapping of its own when it is flipped writable, so that each flip does
- * not merge it into its neighbours and split it out again (as cut() does
- * for regions).
- */
+/* The control pages go into their vault; registry lock held. */
 static int mprotect_setup(void)
 {
-	madvise(&control, sizeof(control), MADV_NOHUGEPAGE);
-	if (mprotect(&control, sizeof(control), PROT_READ))
-		return -errno;
-	return 0;
+	int fd, err = rw_vault_create(&control, sizeof(control), &fd);
+
+	if (!err)
+		rw_backend_word_set(&rw_backend_mprotect, CONTROL_FD,
+				    (uint64_t)fd + 1);
+	return err;
 }
 
 #define PIECES_MAX 1024
@@ -280,6 +282,27 @@ static void mprotect_write(const struct rw_seg *segs, unsigned n)
 			page_span(&segs[i], &start, &len);
 			flip("rare_write_memcpy", start, len, false);
 		}
+	}
+	unlock();
+}
+
+/* The lock first, then the segment from the arguments (internal.h). */
+static void mprotect_write_one(const char *call, void *dst, const void *src,
+			       size_t len, int fill)
+{
+	struct rw_seg s;
+	uintptr_t start;
+	size_t span;
+
+	lock();
+	rw_seg_make(&rw_backend_mprotect, call, dst, src, len, fill, &s);
+	if (control.open_windows) {
+		rw_seg_store(&s, dst);
+	} else {
+		page_span(&s, &start, &span);
+		flip(call, start, span, true);
+		rw_seg_store(&s, dst);
+		flip(call, start, span, false);
 	}
 	unlock();
 }
@@ -450,12 +473,17 @@ static void mprotect_fork_child(void)
 	 * here in prepare, could be pointed at a thread that holds a window
 	 * while the parent forks (attack 14f). */
 	struct thread_windows rec = my_record(rw_fork_tid());
+	int fd = rw_vault_fork_copy(control_fd(), &control, sizeof(control));
 
-	control_open(true);
-	memset(control.thr, 0, sizeof(control.thr));
-	control.nr_threads = 0;
-	control.open_windows = 0;
-	control_open(false);
+	/* The parent's vault is shared: a copy of our own, writable only
+	 * here, before any other thread exists. */
+	if (fd < 0)
+		rw_die("fork", &control, "child cannot copy its windows: %s",
+		       strerror(-fd));
+	rw_backend_word_set(&rw_backend_mprotect, CONTROL_FD, (uint64_t)fd + 1);
+	memset(&control, 0, sizeof(control));
+	if (rw_vault_fork_done(&control, sizeof(control)))
+		rw_die("fork", &control, "child cannot protect its windows");
 	if (rec.windows || rec.nest) {
 		unsigned long open = rec.windows;
 
@@ -476,6 +504,7 @@ const struct rw_backend rw_backend_mprotect = {
 	.create = mprotect_create,
 	.destroy = mprotect_destroy,
 	.write = mprotect_write,
+	.write_one = mprotect_write_one,
 	.begin = mprotect_begin,
 	.end = mprotect_end,
 	.map = mprotect_map,

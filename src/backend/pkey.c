@@ -642,8 +642,9 @@ static void pkey_write(const struct rw_seg *segs, unsigned n)
 {
 	uint32_t mask = 0, pre, opened, want;
 
+	/* The table's slot, not the segment's pointer (on the stack). */
 	for (unsigned i = 0; i < n; i++)
-		mask |= key_bits(segs[i].region);
+		mask |= key_bits(rw_seg_region(&segs[i]));
 	rw_cs_enter();
 	pre = rdpkru();
 	opened = mask & ~open_in(pre);

@@ -518,7 +518,9 @@ struct req {
 	size_t data;
 };
 
-/* Send @q as one request; it is applied whole, or the call dies. */
+/* Send @q as one request; it is applied whole, or the call dies. req_lock
+ * held since before the request was built: a request built before the
+ * wait would sit on the stack through it (scribbler 15a). */
 static void req_flush(const char *call, const void *addr, struct req *q)
 {
 	size_t head = sizeof(q->head.m) + q->nseg * sizeof(q->head.segs[0]);
@@ -530,10 +532,8 @@ static void req_flush(const char *call, const void *addr, struct req *q)
 	q->head.m.op = PRW_OP_WRITE;
 	q->head.m.nseg = q->nseg;
 	q->iov[0] = (struct iovec){&q->head, head};
-	pthread_mutex_lock(&req_lock);
 	q->head.m.seq = ++req_seq;
 	err = transact(call, addr, &mh, head + q->data, q->head.m.seq);
-	pthread_mutex_unlock(&req_lock);
 	if (err)
 		rw_die(call, addr,
 		       "the process backend's helper refused the write (%zu "
@@ -599,7 +599,23 @@ static void process_write_call(const char *call, const struct rw_seg *segs,
 			       unsigned n)
 {
 	pthread_rwlock_rdlock(&write_lock);
+	pthread_mutex_lock(&req_lock);
 	submit(call, segs, n);
+	pthread_mutex_unlock(&req_lock);
+	pthread_rwlock_unlock(&write_lock);
+}
+
+/* The locks first, then the segment from the arguments (internal.h). */
+static void process_write_one(const char *call, void *dst, const void *src,
+			      size_t len, int fill)
+{
+	struct rw_seg s;
+
+	pthread_rwlock_rdlock(&write_lock);
+	pthread_mutex_lock(&req_lock);
+	rw_seg_make(&rw_backend_process, call, dst, src, len, fill, &s);
+	submit(call, &s, 1);
+	pthread_mutex_unlock(&req_lock);
 	pthread_rwlock_unlock(&write_lock);
 }
 
@@ -693,6 +709,7 @@ const struct rw_backend rw_backend_process = {
 	.create = process_create,
 	.destroy = process_destroy,
 	.write = process_write,
+	.write_one = process_write_one,
 	.map = process_map,
 	.unmap = process_unmap,
 	.fork_prepare = process_fork_prepare,

@@ -104,6 +104,18 @@ static void pwrite_widened(const struct rw_seg *s)
 	pwrite_copy(&w, (off_t)(word - rw_seg_region(s)->start));
 }
 
+static void pwrite_seg(const struct rw_seg *s)
+{
+	off_t off = (off_t)((uintptr_t)s->dst - rw_seg_region(s)->start);
+
+	if (needs_widening(s))
+		pwrite_widened(s);
+	else if (s->src)
+		pwrite_copy(s, off);
+	else
+		pwrite_fill(s, off);
+}
+
 static void pwrite_write(const struct rw_seg *segs, unsigned n)
 {
 	bool widen = false;
@@ -111,18 +123,20 @@ static void pwrite_write(const struct rw_seg *segs, unsigned n)
 	for (unsigned i = 0; i < n; i++)
 		widen |= needs_widening(&segs[i]);
 	rw_memfd_write_lock(widen);
-	for (unsigned i = 0; i < n; i++) {
-		const struct rw_seg *s = &segs[i];
-		off_t off =
-			(off_t)((uintptr_t)s->dst - rw_seg_region(s)->start);
+	for (unsigned i = 0; i < n; i++)
+		pwrite_seg(&segs[i]);
+	rw_memfd_write_unlock();
+}
 
-		if (needs_widening(s))
-			pwrite_widened(s);
-		else if (s->src)
-			pwrite_copy(s, off);
-		else
-			pwrite_fill(s, off);
-	}
+/* The lock first, then the segment from the arguments (internal.h). */
+static void pwrite_write_one(const char *call, void *dst, const void *src,
+			     size_t len, int fill)
+{
+	struct rw_seg s;
+
+	rw_memfd_write_lock((len == 2 || len == 4) && !((uintptr_t)dst % len));
+	rw_seg_make(&rw_backend_pwrite, call, dst, src, len, fill, &s);
+	pwrite_seg(&s);
 	rw_memfd_write_unlock();
 }
 
@@ -151,6 +165,7 @@ const struct rw_backend rw_backend_pwrite = {
 	.create = rw_memfd_create,
 	.destroy = rw_memfd_destroy,
 	.write = pwrite_write,
+	.write_one = pwrite_write_one,
 	.map = pwrite_map,
 	.unmap = pwrite_unmap,
 	.fork_prepare = rw_memfd_fork_prepare,

@@ -62,6 +62,21 @@ static void shadow_write(const struct rw_seg *segs, unsigned n)
 	rw_memfd_write_unlock();
 }
 
+/* The lock first, then the segment from the arguments (internal.h). */
+static void shadow_write_one(const char *call, void *dst, const void *src,
+			     size_t len, int fill)
+{
+	struct rw_seg s;
+	struct alias a;
+
+	rw_memfd_write_lock(false);
+	rw_seg_make(&rw_backend_shadow, call, dst, src, len, fill, &s);
+	a = alias_map(call, s.region, dst, len);
+	rw_seg_store(&s, a.at);
+	munmap(a.base, a.len);
+	rw_memfd_write_unlock();
+}
+
 /* The alias itself is the view; the write lock stays held until unmap so
  * that a fork() cannot copy the region half-written. */
 static void *shadow_map(struct rw_region *r, void *addr, size_t len)
@@ -92,6 +107,7 @@ const struct rw_backend rw_backend_shadow = {
 	.create = rw_memfd_create,
 	.destroy = rw_memfd_destroy,
 	.write = shadow_write,
+	.write_one = shadow_write_one,
 	.map = shadow_map,
 	.unmap = shadow_unmap,
 	.fork_prepare = rw_memfd_fork_prepare,
