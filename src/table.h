@@ -52,8 +52,12 @@ struct rw_table {
 	int fork_pipe[2]; /* the fork handshake (fork_parent) */
 	/* The process that owns this table (getpid() at the first seal, the
 	 * child's in fork_child): a child made by a raw fork(), which ran no
-	 * fork handler, still shares it and must not write it (attack 14c). */
+	 * fork handler, still shares it and must not write it (attack 14c).
+	 * The owner's read-only MADV_WIPEONFORK page holds @owner_token,
+	 * which every child reads as 0; NULL: ask getpid() (owner.c). */
 	int64_t owner_pid;
+	const uint64_t *owner_token_page;
+	uint64_t owner_token;
 	/* Words a backend keeps out of reach of stores (rw_backend_word()),
 	 * indexed like the list of backends.c (rw_backend_index()); written
 	 * with registry_lock held or in the fork child. */
@@ -80,9 +84,12 @@ RW_HIDDEN void rw_table_store(void *dst, const void *src, size_t len);
 		__typeof__(field) v_ = (val);                                  \
 		rw_table_store(&(field), &v_, sizeof(v_));                     \
 	} while (0)
-/* Abort naming @call in a child made by a raw fork(), which shares the
- * parent's table and memfd-backed views. */
+/* owner.c: abort naming @call in a child made by a raw fork(), which
+ * shares the parent's table and memfd-backed views; no system call where
+ * the kernel has MADV_WIPEONFORK. */
 RW_HIDDEN void rw_owner_check(const char *call, const void *addr);
+/* Make the calling process the owner; the table writable by stores. */
+RW_HIDDEN void rw_owner_claim(void);
 /* A free region slot, or NULL; registry_lock held. */
 RW_HIDDEN struct rw_region *rw_region_alloc(void);
 /* Fill slot @r with @filled and publish it as @kind; registry_lock held. */
