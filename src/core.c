@@ -132,6 +132,15 @@ static uint32_t nested_extra(int32_t tid)
 	return w ? w->extra : 0;
 }
 
+/* nested_extra() of the calling thread: gettid() only when some thread
+ * nests (the table, not a store, says whether one does). */
+static uint32_t my_nested_extra(void)
+{
+	if (!__atomic_load_n(&rw_table.nr_nested, __ATOMIC_ACQUIRE))
+		return 0;
+	return nested_extra(this_tid());
+}
+
 /* Record @extra levels for @tid (0: none). Signals are blocked, so that a
  * handler's own begin/end cannot deadlock on the lock. */
 static void nested_set(int32_t tid, uint32_t extra)
@@ -195,7 +204,7 @@ void rare_write_begin(void)
 		       "rare_write_caps())",
 		       b->name);
 	/* A record left by a dead thread whose id we now carry. */
-	if (nested_extra(this_tid()))
+	if (my_nested_extra())
 		nested_set(this_tid(), 0);
 	rw_window_depth = 1;
 	b->begin();
@@ -214,7 +223,7 @@ void rare_write_end(void)
 			preinit_window(-1);
 		return;
 	}
-	extra = nested_extra(this_tid());
+	extra = my_nested_extra();
 	if (extra) {
 		nested_set(this_tid(), extra - 1);
 		rw_window_depth = extra;
