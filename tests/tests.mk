@@ -173,3 +173,19 @@ ifneq (,$(findstring -fsanitize=address,$(EXTRA_CFLAGS)))
 LINK_BINS := $(filter-out $(B)/tests/link-static-full,$(LINK_BINS))
 endif
 $(TEST_BIN): $(LINK_BINS)
+
+# System calls per operation, counted under ptrace against the figures of
+# docs/backends.md (tests/syscount/syscount.c): deterministic, not timed.
+$(B)/tests/syscount: tests/syscount/syscount.c $(HEADERS) $(B)/librarewrite.so
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) $< -o $@ $(USER_LDFLAGS) -L$(B) -lrarewrite \
+		-Wl,-rpath,'$$ORIGIN/..'
+
+check-syscalls: $(B)/tests/syscount $(B)/tools/backends
+	@for b in $(AVAILABLE_BACKENDS); do \
+		$(B)/tests/syscount $$b || { echo "FAIL system calls per operation on $$b"; exit 1; }; \
+	done
+
+check: check-syscalls
+
+.PHONY: check-syscalls
