@@ -182,9 +182,9 @@ $(B)/tests/syscount: tests/syscount/syscount.c $(HEADERS) $(B)/librarewrite.so
 		-Wl,-rpath,'$$ORIGIN/..'
 
 check-syscalls: $(B)/tests/syscount $(B)/tools/backends
-	@for b in $(AVAILABLE_BACKENDS); do \
-		$(B)/tests/syscount $$b || { echo "FAIL system calls per operation on $$b"; exit 1; }; \
-	done
+	@fail=0; for b in $(AVAILABLE_BACKENDS); do \
+		$(B)/tests/syscount $$b || { echo "FAIL system calls per operation on $$b"; fail=1; }; \
+	done; exit $$fail
 
 check: check-syscalls
 
