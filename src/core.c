@@ -600,7 +600,7 @@ static void fork_child(void)
 		rw_table.vault_fd = fd;
 	}
 	reserve_views();
-	rw_owner_claim(); /* maps a page: after the views' places are held */
+	rw_owner_claim(&rw_table.owner); /* maps a page: after the views' places are held */
 	FOR_EACH_FORK_HOOK(fork_child);
 	/* Only the forking thread lives on, under a new id. */
 	memset(rw_table.nested, 0, sizeof(rw_table.nested));
@@ -827,7 +827,7 @@ static int table_seal(const char *call)
 		return 0;
 	table_check(call);
 	pthread_mutex_lock(&maps_lock); /* no plain store races the copy */
-	rw_owner_claim();
+	rw_owner_claim(&rw_table.owner);
 	err = rw_vault_create(&rw_table, sizeof(rw_table), &rw_table.vault_fd);
 	pthread_mutex_unlock(&maps_lock);
 	if (err)

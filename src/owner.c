@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "table.h"
+#include "table.h" /* struct rw_owner */
 
 #ifndef MADV_WIPEONFORK
 #define MADV_WIPEONFORK 18 /* Linux 4.14 */
@@ -62,32 +62,27 @@ static const uint64_t *token_page(uint64_t token)
 }
 
 /*
- * Make the calling process the table's owner: at the first seal, and in the
- * fork child. The table must be writable by plain stores (not yet sealed,
- * or the child's private copy).
+ * Make the calling process @o's owner: at the first seal, and in the fork
+ * child, while @o is writable by stores.
  */
-void rw_owner_claim(void)
+void rw_owner_claim(struct rw_owner *o)
 {
 	pid_t pid = getpid();
 	/* Never 0, which is what a child reads; a new one per owner. */
 	uint64_t token = (uint64_t)(uint32_t)pid << 32 | 1;
 
-	rw_table.owner_pid = pid;
-	rw_table.owner_token = token;
+	o->pid = pid;
+	o->token = token;
 	/* The parent's page stays, zeroed (sealed, it could not go; and
 	 * before the first seal the old address is a store's to choose). */
-	rw_table.owner_token_page = token_page(token);
+	o->token_page = token_page(token);
 }
 
-void rw_owner_check(const char *call, const void *addr)
+bool rw_owner_is_me(const struct rw_owner *o)
 {
-	const volatile uint64_t *page = rw_table.owner_token_page;
-	bool owner = page ? *page == rw_table.owner_token
-			  : (int64_t)getpid() == rw_table.owner_pid;
+	const volatile uint64_t *page = o->token_page;
 
-	if (!owner)
-		rw_die(call, addr,
-		       "called in a child made by a raw fork() (no fork "
-		       "handlers ran): it shares the parent's protected "
-		       "memory and must not write it");
+	if (page)
+		return *page == o->token;
+	return (int64_t)getpid() == o->pid;
 }

@@ -29,6 +29,21 @@ bool rw_initialised(void)
 
 bool rw_table_open_in_child;
 
+/*
+ * A child made by a raw fork() (no fork handler ran) shares the parent's
+ * table memfd and memfd-backed views: a record it committed would redirect
+ * the parent's later writes (attack 14c), a write through the API would land
+ * in the parent's data. The table says who owns it (owner.c).
+ */
+void rw_owner_check(const char *call, const void *addr)
+{
+	if (!rw_owner_is_me(&rw_table.owner))
+		rw_die(call, addr,
+		       "called in a child made by a raw fork() (no fork "
+		       "handlers ran): it shares the parent's protected "
+		       "memory and must not write it");
+}
+
 void rw_table_store(void *dst, const void *src, size_t len)
 {
 	if (rw_table.vault_fd < 0 || rw_table_open_in_child) {

@@ -46,7 +46,7 @@ static bool shares_memory(void)
 
 static void store_token(void *page)
 {
-	*(volatile uint64_t *)page = table()->owner_token;
+	*(volatile uint64_t *)page = table()->owner.token;
 }
 
 /* A raw fork() child writes through the API: it must die by SIGABRT, and
@@ -87,10 +87,10 @@ TEST(owner_token_page_is_read_only_and_wiped_on_fork, EXPECT_PASS)
 
 	init();
 	t = table();
-	page = t->owner_token_page;
+	page = t->owner.token_page;
 	if (!page)
 		SKIP("the kernel has no MADV_WIPEONFORK: getpid() decides");
-	CHECK(t->owner_token && *page == t->owner_token);
+	CHECK(t->owner.token && *page == t->owner.token);
 	expect_segv(store_token, (void *)page);
 	fflush(NULL);
 	pid = (pid_t)syscall(SYS_fork);
@@ -99,8 +99,8 @@ TEST(owner_token_page_is_read_only_and_wiped_on_fork, EXPECT_PASS)
 		/* Zeroes; and a store cannot put the token back. */
 		if (*page)
 			_exit(10);
-		if (attack_try_store64((void *)page, t->owner_token) ||
-		    *page == t->owner_token)
+		if (attack_try_store64((void *)page, t->owner.token) ||
+		    *page == t->owner.token)
 			_exit(11);
 		_exit(0);
 	}
@@ -108,7 +108,7 @@ TEST(owner_token_page_is_read_only_and_wiped_on_fork, EXPECT_PASS)
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		fprintf(stderr, "raw child status %#x\n", status);
 	CHECK(WIFEXITED(status) && !WEXITSTATUS(status));
-	CHECK(*page == t->owner_token);
+	CHECK(*page == t->owner.token);
 }
 
 TEST(owner_raw_fork_child_write_aborts, EXPECT_PASS)
@@ -123,9 +123,9 @@ static void child_owns(void *unused)
 	const struct rw_table *t = table();
 
 	(void)unused;
-	if (t->owner_token_page && *t->owner_token_page != t->owner_token)
+	if (t->owner.token_page && *t->owner.token_page != t->owner.token)
 		_exit(20);
-	if (t->owner_pid != getpid())
+	if (t->owner.pid != getpid())
 		_exit(21);
 	rare_write(owned, 5UL);
 	_exit(owned == 5 ? 0 : 22);
@@ -136,9 +136,9 @@ TEST(owner_fork_child_claims_its_own_token, EXPECT_PASS)
 	const uint64_t *before;
 
 	init();
-	before = table()->owner_token_page;
+	before = table()->owner.token_page;
 	CHECK(run_in_child(child_owns, NULL) == CHILD_OK);
-	CHECK(table()->owner_token_page == before && owned == 1);
+	CHECK(table()->owner.token_page == before && owned == 1);
 }
 
 /* madvise(MADV_WIPEONFORK) fails with EINVAL, as on Linux < 4.14. */
@@ -172,7 +172,7 @@ TEST(owner_falls_back_to_getpid_without_wipeonfork, EXPECT_PASS)
 	refuse_wipeonfork();
 	init();
 	t = table();
-	CHECK(!t->owner_token_page && t->owner_pid == getpid());
+	CHECK(!t->owner.token_page && t->owner.pid == getpid());
 	raw_child_write_aborts();
 	CHECK(run_in_child(child_owns, NULL) == CHILD_OK);
 }
