@@ -19,7 +19,16 @@ plot=$(dirname "$readme")/results.png
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 mkdir -p "$out"
-[ "${BENCH_REUSE:-0}" = 1 ] || : >"$out/loads"
+if [ "${BENCH_REUSE:-0}" != 1 ]; then
+	commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+	if [ -n "$(git status --porcelain -- src include bench ':!bench/README.md' \
+		':!bench/results.png' 2>/dev/null)" ]; then
+		commit="$commit with uncommitted changes in src/, include/ or bench/"
+	fi
+	echo "$commit" >"$out/commit"
+	: >"$out/loads"
+	date -u '+%Y-%m-%d %H:%M UTC' >"$out/date"
+fi
 i=1
 while [ "${BENCH_REUSE:-0}" != 1 ] && [ "$i" -le "$runs" ]; do
 	echo "bench-report: run $i of $runs (load $(load))" >&2
@@ -31,11 +40,6 @@ while [ "${BENCH_REUSE:-0}" != 1 ] && [ "$i" -le "$runs" ]; do
 done
 last=$out/run-$runs
 
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git status --porcelain -- src include bench ':!bench/README.md' \
-	':!bench/results.png' 2>/dev/null)" ]; then
-	commit="$commit with uncommitted changes in src/, include/ or bench/"
-fi
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 family=$(sed -n 's/^cpu family[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 model=$(sed -n 's/^model[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
@@ -87,8 +91,8 @@ operation").
 EOF
 	echo "## The runs"
 	echo
-	echo "- commit: $commit"
-	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "- commit: $(cat "$out/commit")"
+	echo "- date: $(cat "$out/date") (the first run's start)"
 	echo "- CPU: $cpu (family $family, model $model), $(nproc) CPUs online, virtualization: $virt, PKU: $pku"
 	echo "- kernel: $(uname -r) ($(uname -m)), ${os:-unknown OS}"
 	echo "- mitigations: ${mitig:-unknown}"
@@ -139,7 +143,6 @@ EOF
 		sed 's/^| \([^|]*\)| \([^|]*\)| - | - | \(.*\) |$/| \1| \2| - | - | - | \3 |/'
 	echo
 	echo "## Tables of run $runs"
-	echo
 	sed -e '/^## rarewrite benchmark/d' \
 		-e 's|CSV in .*/results.csv|CSV in the run'"'"'s results.csv|' \
 		"$last/results.md" | cat -s
