@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # The benchmark: `make bench` builds and runs it (tables on stdout, CSV in
 # build/bench/results.csv); `make bench-plot` draws bench/results.png from
-# the last run. BENCH_QUICK=1 makes a short run (CI).
+# the last run. BENCH_QUICK=1 makes a short run (CI). `make bench-report`
+# rewrites bench/README.md from BENCH_RUNS (3) full runs (bench/report.sh).
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(B)/bench/bench
 BENCH_OUT := $(B)/bench
@@ -20,4 +21,7 @@ bench-plot:
 		{ apt-get update && apt-get install -y gnuplot-nox; }
 	gnuplot -e "dir='$(BENCH_OUT)'; out='bench/results.png'" bench/plot.gp
 
-.PHONY: bench bench-plot
+bench-report: $(BENCH_BIN)
+	sh bench/report.sh $(BENCH_BIN) $(BENCH_OUT)/report bench/README.md
+
+.PHONY: bench bench-plot bench-report

@@ -168,6 +168,15 @@ static uint32_t nested_extra(int32_t tid)
 	return w ? w->extra : 0;
 }
 
+/* nested_extra() of the calling thread: gettid() only when some thread
+ * nests (the table, not a store, says whether one does). */
+static uint32_t my_nested_extra(void)
+{
+	if (!__atomic_load_n(&rw_table.nr_nested, __ATOMIC_ACQUIRE))
+		return 0;
+	return nested_extra(this_tid());
+}
+
 /* Record @extra levels for @tid (0: none). Signals are blocked, so that a
  * handler's own begin/end cannot deadlock on the lock. */
 static void nested_set(int32_t tid, uint32_t extra)
@@ -231,7 +240,7 @@ void rare_write_begin(void)
 		       "rare_write_caps())",
 		       b->name);
 	/* A record left by a dead thread whose id we now carry. */
-	if (nested_extra(this_tid()))
+	if (my_nested_extra())
 		nested_set(this_tid(), 0);
 	rw_window_depth = 1;
 	b->begin();
@@ -250,7 +259,7 @@ void rare_write_end(void)
 			preinit_window(-1);
 		return;
 	}
-	extra = nested_extra(this_tid());
+	extra = my_nested_extra();
 	if (extra) {
 		nested_set(this_tid(), extra - 1);
 		rw_window_depth = extra;
@@ -697,8 +706,8 @@ static void fork_child(void)
 		rw_table_open_in_child = true;
 		rw_table.vault_fd = fd;
 	}
-	rw_table.owner_pid = getpid();
 	reserve_views();
+	rw_owner_claim(&rw_table.owner); /* maps a page: after the views' places are held */
 	FOR_EACH_FORK_HOOK(fork_child);
 	/* Only the forking thread lives on, under a new id. */
 	memset(rw_table.nested, 0, sizeof(rw_table.nested));
@@ -925,7 +934,7 @@ static int table_seal(const char *call)
 		return 0;
 	table_check(call);
 	pthread_mutex_lock(&maps_lock); /* no plain store races the copy */
-	rw_table.owner_pid = getpid();
+	rw_owner_claim(&rw_table.owner);
 	err = rw_vault_create(&rw_table, sizeof(rw_table), &rw_table.vault_fd);
 	pthread_mutex_unlock(&maps_lock);
 	if (err)

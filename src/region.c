@@ -33,12 +33,11 @@ bool rw_table_open_in_child;
  * A child made by a raw fork() (no fork handler ran) shares the parent's
  * table memfd and memfd-backed views: a record it committed would redirect
  * the parent's later writes (attack 14c), a write through the API would land
- * in the parent's data. getpid() is the kernel's word; the owner's pid is in
- * the table.
+ * in the parent's data. The table says who owns it (owner.c).
  */
 void rw_owner_check(const char *call, const void *addr)
 {
-	if ((int64_t)getpid() != rw_table.owner_pid)
+	if (!rw_owner_is_me(&rw_table.owner))
 		rw_die(call, addr,
 		       "called in a child made by a raw fork() (no fork "
 		       "handlers ran): it shares the parent's protected "

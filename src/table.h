@@ -31,6 +31,17 @@ struct nested_window {
 };
 
 /*
+ * Who owns the table (owner.c): the owner's private page at @token_page,
+ * read-only, sealed and MADV_WIPEONFORK, holds @token, which every child
+ * reads as 0. @token_page NULL (no MADV_WIPEONFORK): @pid against getpid().
+ */
+struct rw_owner {
+	int64_t pid;
+	const uint64_t *token_page;
+	uint64_t token;
+};
+
+/*
  * Everything here is read-only once init has succeeded, and from then on
  * written only with pwrite() into the memfd behind it (vault.c): no store,
  * from this thread or any other, window or not, can reach it. Aligning the
@@ -50,10 +61,11 @@ struct rw_table {
 	int32_t fork_tid; /* the forking thread, whose nested windows the child
 			     keeps */
 	int fork_pipe[2]; /* the fork handshake (fork_parent) */
-	/* The process that owns this table (getpid() at the first seal, the
-	 * child's in fork_child): a child made by a raw fork(), which ran no
-	 * fork handler, still shares it and must not write it (attack 14c). */
-	int64_t owner_pid;
+	/* The process that owns this table (claimed at the first seal, and
+	 * by the child in fork_child): a child made by a raw fork(), which
+	 * ran no fork handler, still shares it and must not write it
+	 * (attack 14c). */
+	struct rw_owner owner;
 	/* Words a backend keeps out of reach of stores (rw_backend_word()),
 	 * indexed like the list of backends.c (rw_backend_index()); written
 	 * with registry_lock held or in the fork child. */
@@ -83,6 +95,12 @@ RW_HIDDEN void rw_table_store(void *dst, const void *src, size_t len);
 /* Abort naming @call in a child made by a raw fork(), which shares the
  * parent's table and memfd-backed views. */
 RW_HIDDEN void rw_owner_check(const char *call, const void *addr);
+/* owner.c: make the calling process @o's owner (@o writable by stores:
+ * the table before its seal, or the fork child's copy). */
+RW_HIDDEN void rw_owner_claim(struct rw_owner *o);
+/* owner.c: whether the calling process owns @o; no system call where the
+ * kernel has MADV_WIPEONFORK. */
+RW_HIDDEN bool rw_owner_is_me(const struct rw_owner *o);
 /* A free region slot, or NULL; registry_lock held. */
 RW_HIDDEN struct rw_region *rw_region_alloc(void);
 /* Fill slot @r with @filled and publish it as @kind; registry_lock held. */

@@ -186,3 +186,19 @@ check-fresh:
 	sh tests/check-fresh.sh
 
 .PHONY: check-fresh
+
+# System calls per operation, counted under ptrace against the figures of
+# docs/backends.md (tests/syscount/syscount.c): deterministic, not timed.
+$(B)/tests/syscount: tests/syscount/syscount.c $(HEADERS) $(B)/librarewrite.so
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) $< -o $@ $(USER_LDFLAGS) -L$(B) -lrarewrite \
+		-Wl,-rpath,'$$ORIGIN/..'
+
+check-syscalls: $(B)/tests/syscount $(B)/tools/backends
+	@fail=0; for b in $(AVAILABLE_BACKENDS); do \
+		$(B)/tests/syscount $$b || { echo "FAIL system calls per operation on $$b"; fail=1; }; \
+	done; exit $$fail
+
+check: check-syscalls
+
+.PHONY: check-syscalls

@@ -27,7 +27,7 @@ static int pwrite_setup(void)
 	return 0;
 }
 
-static void pwrite_fill(const struct rw_seg *s, off_t off)
+static void pwrite_fill(const struct rw_seg *s, int fd, off_t off)
 {
 	unsigned char buf[4096];
 	struct iovec iov[64];
@@ -46,7 +46,7 @@ static void pwrite_fill(const struct rw_seg *s, off_t off)
 			iov[n] = (struct iovec){buf, l};
 			chunk += l;
 		}
-		ssize_t done = pwritev(rw_seg_region(s)->fd, iov, n, off);
+		ssize_t done = pwritev(fd, iov, n, off);
 
 		if (done <= 0)
 			rw_die("rare_write_memset", s->dst, "pwritev: %s",
@@ -57,13 +57,13 @@ static void pwrite_fill(const struct rw_seg *s, off_t off)
 	}
 }
 
-static void pwrite_copy(const struct rw_seg *s, off_t off)
+static void pwrite_copy(const struct rw_seg *s, int fd, off_t off)
 {
 	const char *src = s->src;
 	size_t left = s->len;
 
 	while (left) {
-		ssize_t done = pwrite(rw_seg_region(s)->fd, src, left, off);
+		ssize_t done = pwrite(fd, src, left, off);
 
 		if (done <= 0)
 			rw_die("rare_write_memcpy", s->dst, "pwrite: %s",
@@ -89,31 +89,45 @@ static bool needs_widening(const struct rw_seg *s)
 	return (s->len == 2 || s->len == 4) && !((uintptr_t)s->dst % s->len);
 }
 
-static void pwrite_widened(const struct rw_seg *s)
+static void pwrite_widened(const struct rw_seg *s, const struct rw_region *r)
 {
 	uintptr_t word = (uintptr_t)s->dst & ~(uintptr_t)7;
 	unsigned char v[8];
-	struct rw_seg w = {
-		.region = s->region, .dst = (void *)word, .src = v, .len = 8};
+	struct rw_seg w = {.dst = (void *)word, .src = v, .len = 8};
 
 	memcpy(v, (const void *)word, 8);
 	if (s->src)
 		memcpy(v + ((uintptr_t)s->dst - word), s->src, s->len);
 	else
 		memset(v + ((uintptr_t)s->dst - word), s->fill, s->len);
-	pwrite_copy(&w, (off_t)(word - rw_seg_region(s)->start));
+	pwrite_copy(&w, r->fd, (off_t)(word - r->start));
 }
 
-static void pwrite_seg(const struct rw_seg *s)
+/*
+ * Each segment is copied out of the caller's memory (its stack, which
+ * another thread's store can rewrite), the copy validated against the
+ * table (rw_seg_region()) and only the copy used: the region's descriptor
+ * and the offset, length and source that go to the kernel are the ones
+ * checked, and the region is looked up once. @widen says how the memfd
+ * write lock is held: a segment that needs widening under a shared lock
+ * changed after the lock was chosen.
+ */
+static void pwrite_seg(const struct rw_seg *seg, bool widen)
 {
-	off_t off = (off_t)((uintptr_t)s->dst - rw_seg_region(s)->start);
+	const struct rw_seg s = *seg;
+	const struct rw_region *r = rw_seg_region(&s);
+	off_t off = (off_t)((uintptr_t)s.dst - r->start);
 
-	if (needs_widening(s))
-		pwrite_widened(s);
-	else if (s->src)
-		pwrite_copy(s, off);
+	if (needs_widening(&s) && !widen)
+		rw_die("rare_write", s.dst,
+		       "a validated write changed before it was "
+		       "applied (a store into the caller's stack?)");
+	if (needs_widening(&s))
+		pwrite_widened(&s, r);
+	else if (s.src)
+		pwrite_copy(&s, r->fd, off);
 	else
-		pwrite_fill(s, off);
+		pwrite_fill(&s, r->fd, off);
 }
 
 static void pwrite_write(const struct rw_seg *segs, unsigned n)
@@ -124,7 +138,7 @@ static void pwrite_write(const struct rw_seg *segs, unsigned n)
 		widen |= needs_widening(&segs[i]);
 	rw_memfd_write_lock(widen);
 	for (unsigned i = 0; i < n; i++)
-		pwrite_seg(&segs[i]);
+		pwrite_seg(&segs[i], widen);
 	rw_memfd_write_unlock();
 }
 
@@ -132,11 +146,12 @@ static void pwrite_write(const struct rw_seg *segs, unsigned n)
 static void pwrite_write_one(const char *call, void *dst, const void *src,
 			     size_t len, int fill)
 {
+	bool widen = (len == 2 || len == 4) && !((uintptr_t)dst % len);
 	struct rw_seg s;
 
-	rw_memfd_write_lock((len == 2 || len == 4) && !((uintptr_t)dst % len));
+	rw_memfd_write_lock(widen);
 	rw_seg_make(&rw_backend_pwrite, call, dst, src, len, fill, &s);
-	pwrite_seg(&s);
+	pwrite_seg(&s, widen);
 	rw_memfd_write_unlock();
 }
 

@@ -48,15 +48,20 @@ static struct alias alias_map(const char *call, const struct rw_region *r,
 	return a;
 }
 
+/*
+ * Each segment is copied out of the caller's memory (its stack, which
+ * another thread's store can rewrite) and only the validated copy is used:
+ * the store through the alias has the length the alias was mapped for.
+ */
 static void shadow_write(const struct rw_seg *segs, unsigned n)
 {
 	rw_memfd_write_lock(false);
 	for (unsigned i = 0; i < n; i++) {
-		const struct rw_seg *s = &segs[i];
+		const struct rw_seg s = segs[i];
 		struct alias a = alias_map("rare_write_memcpy",
-					   rw_seg_region(s), s->dst, s->len);
+					   rw_seg_region(&s), s.dst, s.len);
 
-		rw_seg_store(s, a.at);
+		rw_seg_store(&s, a.at);
 		munmap(a.base, a.len);
 	}
 	rw_memfd_write_unlock();

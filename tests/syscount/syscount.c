@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: MIT
+/*
+ * syscount.c - the system calls each operation costs, counted, not timed.
+ *
+ * A write costs what its mechanism needs (docs/backends.md, "System calls
+ * per operation"): one pwrite(), a map/unmap pair, an mprotect pair, none
+ * for pkey, one round trip for process. Anything more (a getpid() per
+ * write, a lock that sleeps, a stray mmap) shows up here as a count, the
+ * same on a busy machine as on a quiet one.
+ *
+ * The program forks a child that runs the operations under ptrace: the
+ * parent stops it at every system call entry (PTRACE_GET_SYSCALL_INFO) and
+ * counts those between two marker calls (an unused system call number) the
+ * child makes around N operations, after a warm-up. It fails when a count
+ * exceeds N times the documented figure, and prints what was called.
+ *
+ * Usage: syscount BACKEND   (one this machine offers; the figures are
+ * the table below).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rarewrite.h>
+
+#define NR_OPS 1000
+#define NR_WARMUP 32
+#define MARKER_NR 0x7fff /* no such system call: ENOSYS, seen by the tracer */
+
+enum op { WRITE8, MEMCPY4K, MAP_UNMAP, BEGIN_END, NR_OP };
+
+static const char *const op_name[NR_OP] = {
+	[WRITE8] = "rare_write 8 B",
+	[MEMCPY4K] = "rare_write_memcpy 4 KiB",
+	[MAP_UNMAP] = "rare_write_map + rare_write_unmap 256 B",
+	[BEGIN_END] = "rare_write_begin + 8 stores + rare_write_end",
+};
+
+/*
+ * System calls per operation, as docs/backends.md states them; -1: not
+ * counted. A map/unmap pair adds two pwrite()s to the mechanism's own:
+ * the open map's record goes into the table and out of it (vault.c). The
+ * mprotect backend's window also flips its control page writable and back
+ * at begin and at end, and asks gettid() at each. pkey's map and window
+ * are not counted: no machine here has PKU.
+ */
+static const struct figures {
+	const char *backend;
+	int per_op[NR_OP];
+} figures[] = {
+	{"pkey", {0, 0, -1, -1}},
+	{"pwrite", {1, 1, 1 + 2, -1}},
+	{"shadow", {2, 2, 2 + 2, -1}},
+	{"mprotect", {2, 2, 6 + 2 + 2, 6 + 2}},
+	/* sendmsg(), recv() of the answer */
+	{"process", {2, 2, 2 + 2, -1}},
+};
+
+static struct prot {
+	uint64_t word __attribute__((aligned(4096)));
+	uint64_t words[8];
+	unsigned char area[256];
+	unsigned char buf4k[4096] __attribute__((aligned(4096)));
+} prot __wr_rare;
+
+static unsigned char src4k[4096];
+
+static void marker(long phase, long op)
+{
+	syscall(MARKER_NR, phase, op);
+}
+
+static void run_op(enum op op, uint64_t i)
+{
+	struct rare_write_mapping m;
+
+	switch (op) {
+	case WRITE8:
+		rare_write(prot.word, i);
+		break;
+	case MEMCPY4K:
+		src4k[0] = (unsigned char)i;
+		rare_write_memcpy(prot.buf4k, src4k, sizeof(src4k));
+		break;
+	case MAP_UNMAP:
+		m = rare_write_map(prot.area, sizeof(prot.area));
+		memset(m.addr, (int)i, sizeof(prot.area));
+		rare_write_unmap(m);
+		break;
+	case BEGIN_END:
+		rare_write_begin();
+		for (unsigned j = 0; j < 8; j++)
+			__atomic_store_n(&prot.words[j], i, __ATOMIC_RELAXED);
+		rare_write_end();
+		break;
+	default:
+		abort();
+	}
+}
+
+/* The traced child: every operation of the backend, each between markers. */
+static int tracee(const struct figures *f)
+{
+	int err;
+
+	if (ptrace(PTRACE_TRACEME, 0, 0, 0) || raise(SIGSTOP))
+		return 2;
+	err = rare_write_init();
+	if (err || strcmp(rare_write_backend(), f->backend)) {
+		fprintf(stderr, "syscount: %s: init: %s (backend %s)\n",
+			f->backend, strerror(-err), rare_write_backend());
+		return 2;
+	}
+	for (int op = 0; op < NR_OP; op++) {
+		if (f->per_op[op] < 0)
+			continue;
+		for (uint64_t i = 0; i < NR_WARMUP; i++)
+			run_op(op, i);
+		marker(1, op);
+		for (uint64_t i = 0; i < NR_OPS; i++)
+			run_op(op, i);
+		marker(0, op);
+	}
+	if (prot.word != NR_OPS - 1)
+		return 3;
+	return 0;
+}
+
+static const char *syscall_name(long nr)
+{
+	switch (nr) {
+	case SYS_getpid:
+		return "getpid";
+	case SYS_gettid:
+		return "gettid";
+	case SYS_pwrite64:
+		return "pwrite64";
+	case SYS_pwritev:
+		return "pwritev";
+	case SYS_mmap:
+		return "mmap";
+	case SYS_munmap:
+		return "munmap";
+	case SYS_mprotect:
+		return "mprotect";
+	case SYS_futex:
+		return "futex";
+	case SYS_sendmsg:
+		return "sendmsg";
+	case SYS_recvfrom:
+		return "recvfrom";
+	case SYS_recvmsg:
+		return "recvmsg";
+	case SYS_brk:
+		return "brk";
+	case SYS_madvise:
+		return "madvise";
+	default:
+		return NULL;
+	}
+}
+
+#define MAX_NR 1024
+
+/* Report one operation's count: 0 when within its figure. */
+static int verdict(const struct figures *f, int op, const unsigned long *hist,
+		   unsigned long polls)
+{
+	unsigned long total = 0, limit = (unsigned long)f->per_op[op] * NR_OPS;
+	char what[512] = "";
+	size_t n = 0;
+
+	for (long nr = 0; nr < MAX_NR; nr++) {
+		const char *name = syscall_name(nr);
+
+		if (!hist[nr])
+			continue;
+		total += hist[nr];
+		if (n >= sizeof(what))
+			continue;
+		if (name)
+			n += (size_t)snprintf(what + n, sizeof(what) - n,
+					      "%s %s %lu", n ? "," : "", name,
+					      hist[nr]);
+		else
+			n += (size_t)snprintf(what + n, sizeof(what) - n,
+					      "%s #%ld %lu", n ? "," : "", nr,
+					      hist[nr]);
+	}
+	if (polls && n < sizeof(what))
+		snprintf(what + n, sizeof(what) - n,
+			 " (and %lu empty polls of the socket or the helper)",
+			 polls);
+	printf("%s %s: %s: %.2f system calls per operation (documented: %d)"
+	       "%s%s\n",
+	       total > limit ? "FAIL" : "ok  ", f->backend, op_name[op],
+	       (double)total / NR_OPS, f->per_op[op], total ? ";" : "", what);
+	return total > limit;
+}
+
+static int tracer(pid_t child, const struct figures *f)
+{
+	static unsigned long hist[MAX_NR];
+	unsigned long polls = 0;
+	long last_nr = -1;
+	bool empty_recv = false;
+	int status, failed = 0, counting = 0, seen = 0;
+
+	if (waitpid(child, &status, 0) != child || !WIFSTOPPED(status))
+		return 2;
+	if (ptrace(PTRACE_SETOPTIONS, child, 0,
+		   PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL))
+		return 2;
+	for (int sig = 0;;) {
+		struct __ptrace_syscall_info info;
+
+		if (ptrace(PTRACE_SYSCALL, child, 0, sig))
+			return 2;
+		sig = 0;
+		if (waitpid(child, &status, 0) != child)
+			return 2;
+		if (WIFEXITED(status) || WIFSIGNALED(status))
+			break;
+		if (WSTOPSIG(status) != (SIGTRAP | 0x80)) {
+			sig = WSTOPSIG(status); /* the child's own signal */
+			continue;
+		}
+		if (ptrace(PTRACE_GET_SYSCALL_INFO, child, sizeof(info),
+			   &info) <= 0)
+			return 2;
+		/*
+		 * The process backend polls its socket without blocking a
+		 * few times while the helper runs on another CPU: a recv()
+		 * that found nothing (EAGAIN) is a poll, how many depends on
+		 * timing, and none is the write's own cost.
+		 */
+		if (info.op == PTRACE_SYSCALL_INFO_EXIT && counting &&
+		    last_nr == SYS_recvfrom && info.exit.rval == -EAGAIN) {
+			hist[SYS_recvfrom]--;
+			polls++;
+			empty_recv = true;
+		}
+		if (info.op != PTRACE_SYSCALL_INFO_ENTRY)
+			continue;
+		/* A recv() that slept out its timeout (a busy machine) is
+		 * followed by waitid(): is the helper alive? Also a poll. */
+		if (counting && empty_recv && info.entry.nr == SYS_waitid) {
+			hist[SYS_waitid]--; /* counted again below */
+			polls++;
+		}
+		empty_recv = false;
+		last_nr = (long)info.entry.nr;
+		if (info.entry.nr == MARKER_NR) {
+			int op = (int)info.entry.args[1];
+
+			if (op < 0 || op >= NR_OP)
+				return 2;
+			counting = (int)info.entry.args[0];
+			if (counting) {
+				memset(hist, 0, sizeof(hist));
+				polls = 0;
+			} else {
+				failed |= verdict(f, op, hist, polls);
+				seen++;
+			}
+			continue;
+		}
+		if (counting)
+			hist[info.entry.nr < MAX_NR ? info.entry.nr : 0]++;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		fprintf(stderr,
+			"FAIL %s: the traced child ended with status %#x\n",
+			f->backend, status);
+		return 1;
+	}
+	return failed || !seen;
+}
+
+int main(int argc, char **argv)
+{
+	const struct figures *f = NULL;
+	unsigned i;
+	const char *name;
+	pid_t child;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s BACKEND\n", argv[0]);
+		return 2;
+	}
+	for (i = 0; i < sizeof(figures) / sizeof(figures[0]); i++)
+		if (!strcmp(figures[i].backend, argv[1]))
+			f = &figures[i];
+	for (i = 0; (name = rare_write_backends(i, NULL)); i++)
+		if (!strcmp(name, argv[1]))
+			break;
+	if (!f || !name) {
+		fprintf(stderr, "syscount: no figures for backend %s\n",
+			argv[1]);
+		return 2;
+	}
+	if (setenv("RAREWRITE_BACKEND", f->backend, 1))
+		return 2;
+	child = fork();
+	if (child < 0)
+		return 2;
+	if (!child)
+		_exit(tracee(f));
+	return tracer(child, f);
+}
