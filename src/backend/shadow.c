@@ -76,7 +76,7 @@ static void shadow_write_one(const char *call, void *dst, const void *src,
 
 	rw_memfd_write_lock(false);
 	rw_seg_make(&rw_backend_shadow, call, dst, src, len, fill, &s);
-	a = alias_map(call, s.region, dst, len);
+	a = alias_map(call, s.region, s.dst, s.len);
 	rw_seg_store(&s, a.at);
 	munmap(a.base, a.len);
 	rw_memfd_write_unlock();
