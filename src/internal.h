@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define RW_HIDDEN __attribute__((visibility("hidden")))
 
@@ -167,6 +168,11 @@ RW_HIDDEN void rw_vault_store(int fd, const void *base, void *dst,
  * writable until rw_vault_fork_done(); closes @fd. The new fd or -errno. */
 RW_HIDDEN int rw_vault_fork_copy(int fd, void *base, size_t len);
 RW_HIDDEN int rw_vault_fork_done(void *base, size_t len);
+/* Whether @fd is the vault mapped read-only over all of [base, base + len),
+ * by the kernel's word (fstat and /proc/self/maps), not a field's. */
+RW_HIDDEN bool rw_vault_sealed(int fd, const void *base, size_t len);
+RW_HIDDEN bool rw_maps_read_only_file(dev_t dev, ino_t ino, const void *base,
+				      size_t len);
 
 /* copy.c: stores through a writable address. Aligned 1/2/4/8-byte units
  * are single stores, so concurrent readers never see them torn. */

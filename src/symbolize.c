@@ -412,6 +412,48 @@ static bool mapped_here(dev_t dev, ino_t ino, uintptr_t lo, uintptr_t hi)
 	return maps_each(inode_line, &q);
 }
 
+struct cover_query {
+	struct inode_query want;
+	uintptr_t next; /* [want.lo, next) is covered so far */
+	bool bad;
+};
+
+/* Each mapping overlapping [lo, hi) must be the inode asked for, without
+ * write permission, and follow the one before without a gap. */
+static bool cover_line(const char *line, void *arg)
+{
+	struct cover_query *q = arg;
+	const char *s = line;
+	uintptr_t lo, hi;
+
+	lo = rw_parse_hex(&s);
+	if (*s++ != '-')
+		return false;
+	hi = rw_parse_hex(&s);
+	if (hi <= q->want.lo || lo >= q->want.hi)
+		return false;
+	while (*s == ' ')
+		s++;
+	if (lo > q->next || s[0] != 'r' || s[1] != '-' ||
+	    !inode_line(line, &q->want)) {
+		q->bad = true;
+		return true;
+	}
+	q->next = hi;
+	return false;
+}
+
+bool rw_maps_read_only_file(dev_t dev, ino_t ino, const void *base, size_t len)
+{
+	struct cover_query q = {{(uintptr_t)base, (uintptr_t)base + len,
+				 major(dev), minor(dev), (unsigned long)ino},
+				(uintptr_t)base,
+				false};
+
+	maps_each(cover_line, &q);
+	return !q.bad && q.next >= (uintptr_t)base + len;
+}
+
 static const char *base_name(const char *path)
 {
 	const char *b = path;

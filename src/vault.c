@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -102,4 +103,19 @@ int rw_vault_fork_copy(int fd, void *base, size_t len)
 int rw_vault_fork_done(void *base, size_t len)
 {
 	return mprotect(base, len, PROT_READ) ? -errno : 0;
+}
+
+/*
+ * A vault's descriptor is a field of the vault: before the first seal it
+ * is plain memory, and a store there must not pass for "sealed" (the
+ * table would stay writable, its writes go to the attacker's descriptor).
+ * Sealed means what the kernel says: @fd is a memfd and that very file is
+ * mapped read-only over the whole vault.
+ */
+bool rw_vault_sealed(int fd, const void *base, size_t len)
+{
+	struct stat st;
+
+	return fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) &&
+	       rw_maps_read_only_file(st.st_dev, st.st_ino, base, len);
 }

@@ -54,6 +54,8 @@ const struct attack_expect attack_table[] = {
 	{"13b", {B, B, B, B, B}},
 	{"13c", {B, B, B, B, B}},
 	{"13d", {B, B, B, B, B}},
+	{"13e", {B, B, B, B, B}},
+	{"13f", {B, B, B, B, B}},
 	/* What the red-team review found (14). */
 	{"14a", {NA, NA, NA, NA, B}},
 	{"14b", {NA, NA, NA, NA, B}},
@@ -61,6 +63,7 @@ const struct attack_expect attack_table[] = {
 	{"14d", {B, B, B, B, B}},
 	{"14e", {B, B, B, B, B}},
 	{"14f", {B, NA, NA, B, NA}},
+	{"14g", {B, B, B, B, B}},
 	/* Control from memory the library does not own (21), interposition
 	 * gaps (22), the fault report (23), pkey's other keys (24). */
 	{"21a", {B, B, B, B, B}},
