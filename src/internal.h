@@ -276,6 +276,10 @@ RW_HIDDEN void rw_symbolize_prepare(void);
  * the object holding @addr ("" if none). */
 RW_HIDDEN bool rw_symbolize(struct rw_buf *b, uintptr_t addr, char *file,
 			    size_t file_len);
+/* The same for a code address: named only if it lies in a mapping of the
+ * object's file, with the bias that mapping gives. */
+RW_HIDDEN bool rw_symbolize_pc(struct rw_buf *b, uintptr_t pc, char *file,
+			       size_t file_len);
 
 /* fault.c: if the SIGSEGV described by @siginfo/@ucontext is a store to
  * protected memory, print the one-line report and return true. */

@@ -72,6 +72,8 @@ const struct attack_expect attack_table[] = {
 	{"22b", {B, NA, NA, B, NA}},
 	{"22c", {O, NA, NA, B, NA}},
 	{"23", {B, B, B, B, B}},
+	{"23b", {B, B, B, B, B}},
+	{"23c", {B, B, B, B, B}},
 	{"24", {O, NA, NA, NA, NA}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
