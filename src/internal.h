@@ -171,8 +171,10 @@ RW_HIDDEN int rw_vault_fork_done(void *base, size_t len);
 /* Whether @fd is the vault mapped read-only over all of [base, base + len),
  * by the kernel's word (fstat and /proc/self/maps), not a field's. */
 RW_HIDDEN bool rw_vault_sealed(int fd, const void *base, size_t len);
-RW_HIDDEN bool rw_maps_read_only_file(dev_t dev, ino_t ino, const void *base,
-				      size_t len);
+/* 1 if the file @dev/@ino is mapped read-only over all of [base, base +
+ * len), 0 if not, -1 if /proc/self/maps cannot be read. */
+RW_HIDDEN int rw_maps_read_only_file(dev_t dev, ino_t ino, const void *base,
+				     size_t len);
 
 /* copy.c: stores through a writable address. Aligned 1/2/4/8-byte units
  * are single stores, so concurrent readers never see them torn. */

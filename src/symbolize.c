@@ -444,7 +444,7 @@ static bool mapped_here(dev_t dev, ino_t ino, uintptr_t lo, uintptr_t hi)
 struct cover_query {
 	struct inode_query want;
 	uintptr_t next; /* [want.lo, next) is covered so far */
-	bool bad;
+	bool bad, read;
 };
 
 /* Each mapping overlapping [lo, hi) must be the inode asked for, without
@@ -455,6 +455,7 @@ static bool cover_line(const char *line, void *arg)
 	const char *s = line;
 	uintptr_t lo, hi;
 
+	q->read = true;
 	lo = rw_parse_hex(&s);
 	if (*s++ != '-')
 		return false;
@@ -472,14 +473,17 @@ static bool cover_line(const char *line, void *arg)
 	return false;
 }
 
-bool rw_maps_read_only_file(dev_t dev, ino_t ino, const void *base, size_t len)
+int rw_maps_read_only_file(dev_t dev, ino_t ino, const void *base, size_t len)
 {
 	struct cover_query q = {{(uintptr_t)base, (uintptr_t)base + len,
 				 major(dev), minor(dev), (unsigned long)ino},
 				(uintptr_t)base,
+				false,
 				false};
 
 	maps_each(cover_line, &q);
+	if (!q.read)
+		return -1;
 	return !q.bad && q.next >= (uintptr_t)base + len;
 }
 
