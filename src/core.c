@@ -890,11 +890,16 @@ static int register_atfork(const char *call)
  * a backend of the attacker's in it (whose functions would run from then
  * on, attack 14e) or a region no code of ours made. Nothing is protected
  * yet, so every record must be plain: unprotected, without descriptor,
- * whole pages, on one of the library's backends if any.
+ * whole pages, on one of the library's backends if any; and the table
+ * has no vault yet (a descriptor stored into vault_fd would receive its
+ * records, attack 13f). A fork child before init owns its copy.
  */
 static void table_check(const char *call)
 {
-	bool bad = rw_table.nr_regions > RW_MAX_REGIONS ||
+	bool bad = rw_table.vault_fd != -1 ||
+		   (rw_table.owner.pid != 0 &&
+		    rw_table.owner.pid != (int64_t)getpid()) ||
+		   rw_table.nr_regions > RW_MAX_REGIONS ||
 		   rw_table.nr_maps > RW_MAX_MAPS ||
 		   rw_table.nr_nested > RW_MAX_NESTED || rw_table.initialised ||
 		   (rw_table.backend && rw_backend_index(rw_table.backend) < 0);
@@ -930,7 +935,9 @@ static int table_seal(const char *call)
 {
 	int err;
 
-	if (rw_table.vault_fd >= 0)
+	/* Sealed is what the kernel shows (the memfd mapped read-only over
+	 * the table), not what vault_fd says. */
+	if (rw_vault_sealed(rw_table.vault_fd, &rw_table, sizeof(rw_table)))
 		return 0;
 	table_check(call);
 	pthread_mutex_lock(&maps_lock); /* no plain store races the copy */

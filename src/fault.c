@@ -85,7 +85,7 @@ static void describe_pc(struct rw_buf *b, uintptr_t pc)
 	char file[128];
 	size_t mark = b->len;
 
-	if (rw_symbolize(b, pc, file, sizeof(file))) {
+	if (rw_symbolize_pc(b, pc, file, sizeof(file))) {
 		rw_buf_puts(b, " in ");
 		rw_buf_puts(b, file);
 		return;

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define RW_HIDDEN __attribute__((visibility("hidden")))
 
@@ -174,6 +175,13 @@ RW_HIDDEN void rw_vault_store(int fd, const void *base, void *dst,
  * writable until rw_vault_fork_done(); closes @fd. The new fd or -errno. */
 RW_HIDDEN int rw_vault_fork_copy(int fd, void *base, size_t len);
 RW_HIDDEN int rw_vault_fork_done(void *base, size_t len);
+/* Whether @fd is the vault mapped read-only over all of [base, base + len),
+ * by the kernel's word (fstat and /proc/self/maps), not a field's. */
+RW_HIDDEN bool rw_vault_sealed(int fd, const void *base, size_t len);
+/* 1 if the file @dev/@ino is mapped read-only over all of [base, base +
+ * len), 0 if not, -1 if /proc/self/maps cannot be read. */
+RW_HIDDEN int rw_maps_read_only_file(dev_t dev, ino_t ino, const void *base,
+				     size_t len);
 
 /* copy.c: stores through a writable address. Aligned 1/2/4/8-byte units
  * are single stores, so concurrent readers never see them torn. */
@@ -286,6 +294,10 @@ RW_HIDDEN void rw_symbolize_prepare(void);
  * the object holding @addr ("" if none). */
 RW_HIDDEN bool rw_symbolize(struct rw_buf *b, uintptr_t addr, char *file,
 			    size_t file_len);
+/* The same for a code address: named only if it lies in a mapping of the
+ * object's file, with the bias that mapping gives. */
+RW_HIDDEN bool rw_symbolize_pc(struct rw_buf *b, uintptr_t pc, char *file,
+			       size_t file_len);
 
 /* fault.c: if the SIGSEGV described by @siginfo/@ucontext is a store to
  * protected memory, print the one-line report and return true. */

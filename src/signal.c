@@ -10,7 +10,8 @@
  * crash reporter that installs its handler after init would replace ours,
  * so every function of the C library that installs a handler is
  * interposed: sigaction(), signal(), ssignal(), bsd_signal(),
- * sysv_signal() and sigset() (glibc's own go to its internal
+ * sysv_signal(), __sysv_signal() (signal() under -std=c11), sigset(),
+ * sigignore() and siginterrupt() (glibc's own go to its internal
  * __sigaction(), around the interposed one)
  * (like pthread_create() in backend/pkey.c): for a signal the library
  * wraps, the program's action is kept here, the kernel gets the library's
@@ -80,14 +81,31 @@ static struct sig_vault {
 } __attribute__((aligned(4096))) sv = {.fd = -1};
 static pthread_mutex_t signal_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Store into the vault: plainly before it is sealed, else through its
- * memfd. signal_lock held. */
+/*
+ * Store into the vault: plainly before it is sealed, else through its
+ * memfd. Before the seal sv.fd is plain memory: a descriptor stored there
+ * would receive the table's bytes, so a pwrite() goes only to the memfd the
+ * kernel shows mapped read-only over the table (a read of /proc/self/maps:
+ * signal actions change rarely, never on a rare_write() path). A child
+ * made without fork handlers (_Fork(), a raw clone) shares the parent's
+ * memfd: it must never write it. signal_lock held.
+ */
 static void sv_store(void *dst, const void *src, size_t len)
 {
-	if (sv.fd < 0)
+	if (sv.fd < 0) {
 		memcpy(dst, src, len);
-	else
-		rw_vault_store(sv.fd, &sv, dst, src, len);
+		return;
+	}
+	if (sv.pid != getpid())
+		rw_die("sigaction", dst,
+		       "called in a child made by a raw fork() (no fork "
+		       "handlers ran): it shares the parent's signal table "
+		       "and must not write it");
+	if (!rw_vault_sealed(sv.fd, &sv, sizeof(sv)))
+		rw_die("sigaction", &sv,
+		       "the signal table was changed by a store before it "
+		       "was sealed");
+	rw_vault_store(sv.fd, &sv, dst, src, len);
 }
 
 static void sv_set_bool(bool *field, bool v)
@@ -180,7 +198,12 @@ static void call_program(int sig, siginfo_t *si, void *uc, bool fault)
 			sigfillset(&all);
 			pthread_sigmask(SIG_BLOCK, &all, &saved);
 			pthread_mutex_lock(&signal_lock);
-			set_program_action(sig, &dfl);
+			/* A child without fork handlers shares the parent's
+			 * table: its reset is its own, in the kernel only. */
+			if (foreign_process())
+				__sigaction(sig, &dfl, NULL);
+			else
+				set_program_action(sig, &dfl);
 			pthread_mutex_unlock(&signal_lock);
 			pthread_sigmask(SIG_SETMASK, &saved, NULL);
 		}
@@ -367,7 +390,9 @@ static void sv_fork_parent(void)
 
 static void sv_fork_child(void)
 {
-	if (sv.fd >= 0) {
+	/* The kernel's word again: a descriptor stored into the table before
+	 * its seal must not make the child copy it into a vault. */
+	if (rw_vault_sealed(sv.fd, &sv, sizeof(sv))) {
 		int fd = rw_vault_fork_copy(sv.fd, &sv, sizeof(sv));
 
 		if (fd < 0)
@@ -385,18 +410,41 @@ static void sv_fork_child(void)
 	pthread_mutex_init(&signal_lock, NULL);
 }
 
+/* The table as the library leaves it until the first seal (sigaction()
+ * goes straight to the kernel until then): anything else is a store's. */
+static bool sv_pristine(void)
+{
+	const unsigned char *p = (const unsigned char *)&sv.wrap_segv;
+	const unsigned char *end = (const unsigned char *)(&sv + 1);
+
+	if (sv.fd != -1 || sv.pid != 0)
+		return false;
+	for (; p < end; p++)
+		if (*p)
+			return false;
+	return true;
+}
+
 /* Seal the table, once: 0 or -errno (no descriptor left); signal_lock
- * held. */
-static int sv_seal(void)
+ * held. "Sealed" is the kernel's word (the memfd mapped read-only over
+ * the table), never sv.fd's: a store of a descriptor there before init
+ * would otherwise leave the table writable for good. */
+static int sv_seal(const char *call)
 {
 	int err;
 
-	if (sv.fd >= 0)
+	if (rw_vault_sealed(sv.fd, &sv, sizeof(sv)))
 		return 0;
+	if (!sv_pristine())
+		rw_die(call, &sv,
+		       "the signal table was changed by a store before it "
+		       "was sealed");
 	sv.pid = getpid();
 	err = rw_vault_create(&sv, sizeof(sv), &sv.fd);
-	if (err)
+	if (err) {
+		sv.pid = 0; /* pristine again: a later seal may retry */
 		return err;
+	}
 	err = -pthread_atfork(sv_fork_prepare, sv_fork_parent, sv_fork_child);
 	if (err)
 		rw_die("rare_write_init", &sv,
@@ -410,7 +458,7 @@ int rw_signal_seal(const char *call)
 	int err;
 
 	lock_signals(&saved);
-	err = sv_seal();
+	err = sv_seal(call);
 	unlock_signals(&saved);
 	if (err)
 		rw_say(call, "cannot protect the signal table: %s",
@@ -434,7 +482,7 @@ void rw_signal_activate(void)
 			if (wrappable(sig) && sig != SIGSEGV)
 				take_over(sig);
 	}
-	err = sv_seal();
+	err = sv_seal("rare_write_init");
 	if (err)
 		rw_die("rare_write_init", &sv,
 		       "cannot protect the signal table: %s", strerror(-err));
@@ -504,6 +552,46 @@ __attribute__((visibility("default"))) sighandler_t sysv_signal(int sig,
 								sighandler_t h)
 {
 	return set_handler(sig, h, SA_RESETHAND | SA_NODEFER);
+}
+
+/* What <signal.h> calls signal() in strict ISO C mode (-std=c11): the
+ * System V semantics. */
+__attribute__((visibility("default"))) sighandler_t
+__sysv_signal(int sig, sighandler_t h)
+{
+	return set_handler(sig, h, SA_RESETHAND | SA_NODEFER);
+}
+
+/* System V's sigignore(): SIG_IGN, empty mask, no flags. */
+__attribute__((visibility("default"))) int sigignore(int sig)
+{
+	struct sigaction sa = {.sa_handler = SIG_IGN};
+
+	if (!wrappable(sig)) {
+		errno = EINVAL;
+		return -1;
+	}
+	sigemptyset(&sa.sa_mask);
+	return sigaction(sig, &sa, NULL);
+}
+
+/* siginterrupt(): SA_RESTART off (@flag) or on in the current action, so
+ * that the flags the library keeps for the program stay its own. */
+__attribute__((visibility("default"))) int siginterrupt(int sig, int flag)
+{
+	struct sigaction sa;
+
+	if (!wrappable(sig)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (sigaction(sig, NULL, &sa))
+		return -1;
+	if (flag)
+		sa.sa_flags &= ~SA_RESTART;
+	else
+		sa.sa_flags |= SA_RESTART;
+	return sigaction(sig, &sa, NULL);
 }
 
 /* ssignal() is glibc's other name for signal(). */

@@ -136,22 +136,44 @@ void rw_symbolize_prepare(void)
 struct file_map {
 	const unsigned char *p;
 	size_t len;
+	dev_t dev;
+	ino_t ino;
 };
 
 static bool mapped_here(dev_t dev, ino_t ino, uintptr_t lo, uintptr_t hi);
 
+/* "/proc/self/fd/N" into @buf (no snprintf in a handler). */
+static void fd_path(char buf[32], int fd)
+{
+	static const char head[] = "/proc/self/fd/";
+	char digits[12];
+	int n = 0, k = 0;
+
+	do
+		digits[n++] = (char)('0' + fd % 10);
+	while ((fd /= 10) && n < (int)sizeof(digits));
+	memcpy(buf, head, sizeof(head) - 1);
+	k = sizeof(head) - 1;
+	while (n)
+		buf[k++] = digits[--n];
+	buf[k] = 0;
+}
+
 /*
  * The path comes from the loader's writable list of objects: it may name
- * anything. Opened without blocking (a FIFO or a device would hang the
- * dying process), and used only if it is a regular file that is what the
- * object's address range maps (the same device and inode in
- * /proc/self/maps), so the report can neither hang nor name another file.
+ * anything. It is looked up with O_PATH, which opens nothing (a device's
+ * open has side effects, a FIFO's blocks, fanotify sees no open), and
+ * opened for reading through /proc/self/fd only if it is a regular file
+ * that is what the object's address range maps (the same device and inode
+ * in /proc/self/maps), so the report can neither hang nor name another
+ * file.
  */
 static bool map_file(const char *path, uintptr_t lo, uintptr_t hi,
 		     struct file_map *f)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	char again[32];
+	int fd = open(path, O_PATH | O_CLOEXEC), rd;
 	void *p;
 
 	if (fd < 0)
@@ -162,12 +184,19 @@ static bool map_file(const char *path, uintptr_t lo, uintptr_t hi,
 		close(fd);
 		return false;
 	}
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	fd_path(again, fd);
+	rd = open(again, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	close(fd);
+	if (rd < 0)
+		return false;
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, rd, 0);
+	close(rd);
 	if (p == MAP_FAILED)
 		return false;
 	f->p = p;
 	f->len = (size_t)st.st_size;
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
 	if (memcmp(f->p, ELFMAG, SELFMAG) ||
 	    f->p[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)) {
 		munmap(p, f->len);
@@ -412,6 +441,103 @@ static bool mapped_here(dev_t dev, ino_t ino, uintptr_t lo, uintptr_t hi)
 	return maps_each(inode_line, &q);
 }
 
+struct cover_query {
+	struct inode_query want;
+	uintptr_t next; /* [want.lo, next) is covered so far */
+	bool bad, read;
+};
+
+/* Each mapping overlapping [lo, hi) must be the inode asked for, without
+ * write permission, and follow the one before without a gap. */
+static bool cover_line(const char *line, void *arg)
+{
+	struct cover_query *q = arg;
+	const char *s = line;
+	uintptr_t lo, hi;
+
+	q->read = true;
+	lo = rw_parse_hex(&s);
+	if (*s++ != '-')
+		return false;
+	hi = rw_parse_hex(&s);
+	if (hi <= q->want.lo || lo >= q->want.hi)
+		return false;
+	while (*s == ' ')
+		s++;
+	if (lo > q->next || s[0] != 'r' || s[1] != '-' ||
+	    !inode_line(line, &q->want)) {
+		q->bad = true;
+		return true;
+	}
+	q->next = hi;
+	return false;
+}
+
+int rw_maps_read_only_file(dev_t dev, ino_t ino, const void *base, size_t len)
+{
+	struct cover_query q = {{(uintptr_t)base, (uintptr_t)base + len,
+				 major(dev), minor(dev), (unsigned long)ino},
+				(uintptr_t)base,
+				false,
+				false};
+
+	maps_each(cover_line, &q);
+	if (!q.read)
+		return -1;
+	return !q.bad && q.next >= (uintptr_t)base + len;
+}
+
+struct mapping_query {
+	uintptr_t addr, lo;
+	uint64_t off;
+	unsigned long major, minor, ino;
+};
+
+/* "lo-hi perms offset MAJ:MIN inode": the mapping holding the address. */
+static bool mapping_line(const char *line, void *arg)
+{
+	struct mapping_query *q = arg;
+	const char *s = line;
+	uintptr_t lo, hi;
+
+	lo = rw_parse_hex(&s);
+	if (*s++ != '-')
+		return false;
+	hi = rw_parse_hex(&s);
+	if (q->addr < lo || q->addr >= hi)
+		return false;
+	skip_field(&s); /* perms */
+	q->off = rw_parse_hex(&s);
+	while (*s == ' ')
+		s++;
+	q->major = rw_parse_hex(&s);
+	if (*s++ != ':')
+		return false;
+	q->minor = rw_parse_hex(&s);
+	while (*s == ' ')
+		s++;
+	q->ino = parse_dec(&s);
+	q->lo = lo;
+	return true;
+}
+
+/*
+ * The load bias of @f for the code address @pc, from the kernel's word
+ * alone: @pc must lie in a mapping of that very file (the loader's list,
+ * where the object's range and bias came from, is writable: l_addr and
+ * l_phdr could name another object's code), and the bias follows from
+ * that mapping's start and file offset and the file's program headers.
+ */
+static bool code_bias(const struct file_map *f, uintptr_t pc, uintptr_t *bias)
+{
+	struct mapping_query q = {.addr = pc};
+
+	return maps_each(mapping_line, &q) && q.ino &&
+	       q.major == major(f->dev) && q.minor == minor(f->dev) &&
+	       q.ino == (unsigned long)f->ino &&
+	       bias_from_phdrs(f, q.lo, q.off, bias);
+}
+
 static const char *base_name(const char *path)
 {
 	const char *b = path;
@@ -444,7 +570,8 @@ void rw_buf_hex(struct rw_buf *b, uintptr_t v)
 	rw_buf_puts(b, &tmp[i]);
 }
 
-bool rw_symbolize(struct rw_buf *b, uintptr_t addr, char *file, size_t file_len)
+static bool symbolize(struct rw_buf *b, uintptr_t addr, char *file,
+		      size_t file_len, bool code)
 {
 	char path[RW_PATH_MAX], name[256];
 	const struct object_list *l = &symbolize_objects;
@@ -476,7 +603,9 @@ bool rw_symbolize(struct rw_buf *b, uintptr_t addr, char *file, size_t file_len)
 	}
 	if (!map_file(path, lo, hi, &f))
 		return false;
-	if (!have_bias)
+	if (code) /* code is mapped from its file: the kernel says where */
+		have_bias = code_bias(&f, addr, &bias);
+	else if (!have_bias)
 		have_bias = bias_from_phdrs(&f, lo, file_off, &bias);
 	found = have_bias &&
 		find_symbol(&f, addr - bias, name, sizeof(name), &off);
@@ -496,4 +625,17 @@ bool rw_symbolize(struct rw_buf *b, uintptr_t addr, char *file, size_t file_len)
 		rw_buf_hex(b, off);
 	}
 	return found;
+}
+
+/* A data address of a section: its pages may be a backend's memfd, so the
+ * object's range and bias come from the (read-only) list. */
+bool rw_symbolize(struct rw_buf *b, uintptr_t addr, char *file, size_t file_len)
+{
+	return symbolize(b, addr, file, file_len, false);
+}
+
+bool rw_symbolize_pc(struct rw_buf *b, uintptr_t pc, char *file,
+		     size_t file_len)
+{
+	return symbolize(b, pc, file, file_len, true);
 }

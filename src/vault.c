@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -102,4 +103,30 @@ int rw_vault_fork_copy(int fd, void *base, size_t len)
 int rw_vault_fork_done(void *base, size_t len)
 {
 	return mprotect(base, len, PROT_READ) ? -errno : 0;
+}
+
+/*
+ * A vault's descriptor is a field of the vault: before the first seal it
+ * is plain memory, and a store there must not pass for "sealed" (the
+ * table would stay writable, its writes go to the attacker's descriptor).
+ * Sealed means what the kernel says: @fd is a vault's memfd (unlinked,
+ * the vault's size, the vault's seals) and that very file is mapped
+ * read-only over the whole vault. Without /proc/self/maps (no descriptor
+ * left, no /proc) the memfd's identity has to do: before its first seal
+ * the library has no memfd of that size and those seals but the region
+ * table's own, which is of another size.
+ */
+bool rw_vault_sealed(int fd, const void *base, size_t len)
+{
+	const int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+	struct stat st;
+	int have;
+
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_nlink ||
+	    st.st_size != (off_t)len)
+		return false;
+	have = fcntl(fd, F_GET_SEALS);
+	if (have < 0 || (have & seals) != seals)
+		return false;
+	return rw_maps_read_only_file(st.st_dev, st.st_ino, base, len) != 0;
 }

@@ -29,8 +29,9 @@
 
 static uint64_t ivictim[2] __wr_rare __attribute__((aligned(16)));
 
-/* The kernel's handler for @sig, as rt_sigaction(2) reports it. */
-static void *kernel_handler(int sig)
+/* The kernel's handler for @sig, as rt_sigaction(2) reports it, and its
+ * flags into @flags if not NULL. */
+static void *kernel_action(int sig, unsigned long *flags)
 {
 	struct {
 		void *handler;
@@ -42,7 +43,14 @@ static void *kernel_handler(int sig)
 	if (syscall(SYS_rt_sigaction, sig, NULL, &k, 8))
 		attack_report(ATTACK_ERROR, "rt_sigaction: %s",
 			      strerror(errno));
+	if (flags)
+		*flags = k.flags;
 	return k.handler;
+}
+
+static void *kernel_handler(int sig)
+{
+	return kernel_action(sig, NULL);
 }
 
 static void program_handler(int sig)
@@ -53,12 +61,30 @@ static void program_handler(int sig)
 typedef void (*handler_fn)(int);
 extern handler_fn ssignal(int, handler_fn);
 extern handler_fn bsd_signal(int, handler_fn);
+/* signal() under -std=c11 (<signal.h> renames it). */
+extern handler_fn __sysv_signal(int, handler_fn);
+extern int sigignore(int);
+extern int siginterrupt(int, int);
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 static handler_fn by_sigset(int sig, handler_fn h)
 {
 	return sigset(sig, h);
+}
+#pragma GCC diagnostic pop
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static handler_fn by_sigignore(int sig, handler_fn h)
+{
+	(void)h;
+	return sigignore(sig) ? SIG_ERR : SIG_IGN;
+}
+
+static int interrupt(int sig, int flag)
+{
+	return siginterrupt(sig, flag);
 }
 #pragma GCC diagnostic pop
 
@@ -82,20 +108,58 @@ static handler_fn by_sysv_signal(int sig, handler_fn h)
 	return sysv_signal(sig, h);
 }
 
+static handler_fn by_c11_signal(int sig, handler_fn h)
+{
+	return __sysv_signal(sig, h);
+}
+
+/* @ignores: installs SIG_IGN, which a wrapped signal other than SIGSEGV
+ * passes to the kernel as it is. */
 static const struct {
 	const char *name;
 	handler_fn (*install)(int, handler_fn);
+	bool ignores;
 } installers[] = {
-	{"signal", by_signal},		 {"bsd_signal", by_bsd_signal},
-	{"sysv_signal", by_sysv_signal}, {"sigset", by_sigset},
-	{"ssignal", by_ssignal},
+	{"signal", by_signal, false},
+	{"bsd_signal", by_bsd_signal, false},
+	{"sysv_signal", by_sysv_signal, false},
+	{"sigset", by_sigset, false},
+	{"ssignal", by_ssignal, false},
+	{"__sysv_signal", by_c11_signal, false},
+	{"sigignore", by_sigignore, true},
 };
+
+/* siginterrupt() changes SA_RESTART of the current action: the flags the
+ * library reports (and keeps for the program) must be the kernel's. */
+static void check_siginterrupt(int sig)
+{
+	for (int flag = 1; flag >= 0; flag--) {
+		struct sigaction old;
+		unsigned long kflags;
+		bool kept, kernel;
+
+		if (interrupt(sig, flag) || sigaction(sig, NULL, &old))
+			attack_report(ATTACK_ERROR, "siginterrupt: %s",
+				      strerror(errno));
+		kernel_action(sig, &kflags);
+		kept = old.sa_flags & SA_RESTART;
+		kernel = kflags & SA_RESTART;
+		if (kept != kernel || kept == (bool)flag)
+			attack_report(ATTACK_OPEN,
+				      "siginterrupt(%d, %d): the library "
+				      "keeps SA_RESTART %s, the kernel %s",
+				      sig, flag, kept ? "on" : "off",
+				      kernel ? "on" : "off");
+	}
+}
 
 ATTACK("22a", sigset_bypass,
        "a handler installed after init with `sigset()`, `ssignal()`, "
-       "`signal()`, `bsd_signal()` or `sysv_signal()` replaces the "
+       "`signal()`, `bsd_signal()`, `sysv_signal()`, `__sysv_signal()` "
+       "(`signal()` under `-std=c11`) or `sigignore()` replaces the "
        "library's entry point in the kernel (no fault report; on pkey an "
-       "unwrapped handler)")
+       "unwrapped handler); `siginterrupt()` leaves the flags the library "
+       "keeps stale")
 {
 	void *entry = attack_lib_func("entry");
 	bool wraps_all;
@@ -118,12 +182,18 @@ ATTACK("22a", sigset_bypass,
 		if (kernel_handler(SIGSEGV) != entry)
 			attack_report(ATTACK_OPEN, "%s() took SIGSEGV",
 				      installers[i].name);
-		if (!wraps_all)
+		if (!wraps_all || installers[i].ignores)
 			continue;
 		installers[i].install(SIGUSR1, program_handler);
 		if (kernel_handler(SIGUSR1) != entry)
 			attack_report(ATTACK_OPEN, "%s() unwrapped SIGUSR1",
 				      installers[i].name);
+	}
+	installers[0].install(SIGSEGV, program_handler);
+	check_siginterrupt(SIGSEGV);
+	if (wraps_all) {
+		installers[0].install(SIGUSR1, program_handler);
+		check_siginterrupt(SIGUSR1);
 	}
 	attack_report(ATTACK_BLOCKED, "the kernel's actions stayed ours");
 }

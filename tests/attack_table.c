@@ -54,6 +54,8 @@ const struct attack_expect attack_table[] = {
 	{"13b", {B, B, B, B, B}},
 	{"13c", {B, B, B, B, B}},
 	{"13d", {B, B, B, B, B}},
+	{"13e", {B, B, B, B, B}},
+	{"13f", {B, B, B, B, B}},
 	/* What the red-team review found (14). */
 	{"14a", {NA, NA, NA, NA, B}},
 	{"14b", {NA, NA, NA, NA, B}},
@@ -61,6 +63,7 @@ const struct attack_expect attack_table[] = {
 	{"14d", {B, B, B, B, B}},
 	{"14e", {B, B, B, B, B}},
 	{"14f", {B, NA, NA, B, NA}},
+	{"14g", {B, B, B, B, B}},
 	/* The scribbler (15, attack_scribble.c). */
 	{"15a", {O, O, O, O, O}},
 	{"15b", {O, O, O, O, O}},
@@ -76,6 +79,8 @@ const struct attack_expect attack_table[] = {
 	{"22b", {B, NA, NA, B, NA}},
 	{"22c", {O, NA, NA, B, NA}},
 	{"23", {B, B, B, B, B}},
+	{"23b", {B, B, B, B, B}},
+	{"23c", {B, B, B, B, B}},
 	{"24", {O, NA, NA, NA, NA}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
