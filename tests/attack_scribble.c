@@ -507,7 +507,10 @@ static bool budget_spent(void)
 
 __attribute__((noinline)) static void victim_loop(struct victim *v)
 {
-	for (unsigned long i = 0; i < v->n && !budget_spent(); i++) {
+	/* Past n while the scribbler has seen no value yet (a starved
+	 * attacker thread on a loaded machine), within the budget. */
+	for (unsigned long i = 0; (i < v->n || !sc.seen) && !budget_spent();
+	     i++) {
 		v->call(i);
 		__atomic_store_n(&sc.progress, i + 1, __ATOMIC_RELAXED);
 	}
