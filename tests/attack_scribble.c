@@ -145,8 +145,10 @@ static void pair(uint64_t from, uint64_t to)
 }
 
 /* Rewrite @w if it holds a value in use: 0 if not, 1 if it did, -1 if the
- * store faulted (a read-only object). */
-static inline int scribble(volatile uint64_t *w, bool lib, bool ro)
+ * store faulted (a read-only object). Uninstrumented like its caller: it
+ * reads other threads' stacks, redzones included. */
+__attribute__((no_sanitize_address)) static inline int
+scribble(volatile uint64_t *w, bool lib, bool ro)
 {
 	uint64_t v = *w, to;
 	unsigned i;
