@@ -179,6 +179,7 @@ void rare_write_begin(void)
 {
 	const struct rw_backend *b;
 
+	rw_fork_check("rare_write_begin"); /* a redirected at-fork hook */
 	if (rw_window_depth) {
 		rw_window_depth++;
 		if (rw_initialised())
@@ -309,6 +310,7 @@ struct rare_write_mapping rare_write_map(void *addr, size_t len)
 	struct rw_region *r;
 	bool protected_;
 
+	rw_fork_check("rare_write_map"); /* a redirected at-fork hook */
 	if (!len)
 		rw_die("rare_write_map", addr, "zero length");
 	r = rw_region_of("rare_write_map", addr, len);
@@ -773,9 +775,12 @@ static int register_atfork(const char *call)
 
 	if (rw_table.atfork_registered)
 		return 0;
-	err = -pthread_atfork(fork_prepare, fork_parent, fork_child);
+	err = rw_fork_setup(); /* fork.c: the fork() the hooks run in */
+	if (!err)
+		err = -pthread_atfork(fork_prepare, fork_parent, fork_child);
 	if (err)
-		rw_say(call, "pthread_atfork: %s", strerror(-err));
+		rw_say(call, "cannot set up the fork hooks: %s",
+		       strerror(-err));
 	else
 		TABLE_SET(rw_table.atfork_registered, true);
 	return err;
@@ -800,6 +805,8 @@ static void table_check(const char *call)
 	bool bad = rw_table.nr_regions > RW_MAX_REGIONS ||
 		   rw_table.nr_maps > RW_MAX_MAPS ||
 		   rw_table.nr_nested > RW_MAX_NESTED || rw_table.initialised ||
+		   rw_table.atfork_registered || rw_table.fork_mark ||
+		   rw_table.fork_token[0] != -1 ||
 		   (rw_table.backend && rw_backend_index(rw_table.backend) < 0);
 
 	for (unsigned i = 0; i < RW_MAX_BACKENDS; i++)

@@ -20,7 +20,8 @@
 #include "internal.h"
 #include "table.h"
 
-struct rw_table rw_table = {.vault_fd = -1, .fork_pipe = {-1, -1}};
+struct rw_table rw_table = {
+	.vault_fd = -1, .fork_pipe = {-1, -1}, .fork_token = {-1, -1}};
 
 bool rw_initialised(void)
 {

@@ -50,6 +50,11 @@ struct rw_table {
 	int32_t fork_tid; /* the forking thread, whose nested windows the child
 			     keeps */
 	int fork_pipe[2]; /* the fork handshake (fork_parent) */
+	/* fork.c: a pipe holding one byte, the token a fork() takes, so that
+	 * one fork at a time is marked (a lock no store can release); and
+	 * the mark, pid << 32 | tid of the thread inside fork(), 0: none. */
+	int fork_token[2];
+	uint64_t fork_mark;
 	/* The process that owns this table (getpid() at the first seal, the
 	 * child's in fork_child): a child made by a raw fork(), which ran no
 	 * fork handler, still shares it and must not write it (attack 14c). */
@@ -89,5 +94,22 @@ RW_HIDDEN struct rw_region *rw_region_alloc(void);
 RW_HIDDEN void rw_region_commit(struct rw_region *r,
 				const struct rw_region *filled,
 				enum rw_region_kind kind);
+
+/*
+ * fork.c: refuse to open a window inside fork(), where the C library runs
+ * at-fork handlers from a list any store can redirect (attack 21b). One
+ * load from the table unless a fork is in progress; then the system calls
+ * that tell whether it is this thread's (or this is its child).
+ */
+RW_HIDDEN void rw_fork_refuse(const char *call);
+static inline void rw_fork_check(const char *call)
+{
+	if (__builtin_expect(
+		    __atomic_load_n(&rw_table.fork_mark, __ATOMIC_ACQUIRE) != 0,
+		    0))
+		rw_fork_refuse(call);
+}
+/* The fork token, at the first seal (registry_lock held); -errno. */
+RW_HIDDEN int rw_fork_setup(void);
 
 #endif /* RAREWRITE_TABLE_H */

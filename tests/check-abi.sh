@@ -31,7 +31,7 @@ bad() {
 	fail=1
 }
 
-interposed="bsd_signal pthread_create sigaction sigset signal ssignal sysv_signal thrd_create"
+interposed="bsd_signal daemon fork forkpty pthread_create sigaction sigset signal ssignal sysv_signal thrd_create"
 
 # "name version" of each defined dynamic symbol, less the nodes' own entries
 objdump -T "$so" | awk '$NF !~ /^\(/ && NF >= 7 && $4 != "*UND*" && $NF != $(NF-1) {print $NF, $(NF-1)}' |
