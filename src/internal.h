@@ -289,6 +289,9 @@ RW_HIDDEN void rw_backends_signal_enter(void *ucontext);
 RW_HIDDEN void rw_backends_signal_exit(void *ucontext);
 RW_HIDDEN void rw_backends_cs_fault(void);
 RW_HIDDEN bool rw_backends_wrap_signals(void);
+/* backend/pkey.c: this thread's PKRU lets it write one of the library's
+ * keys (false on other backends and machines without keys). */
+RW_HIDDEN bool rw_pkey_thread_writable(void);
 /* core.c, for fork_child hooks: the forking thread's id (from the table,
  * set by the core's prepare handler, which runs after the backends'). */
 RW_HIDDEN int32_t rw_fork_tid(void);

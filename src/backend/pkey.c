@@ -935,6 +935,15 @@ thrd_create(thrd_t *thr, thrd_start_t fn, void *arg)
 	}
 }
 
+/* Whether this thread may write one of our keys now (a window, a map):
+ * a thread the C library starts from here inherits that (libc_threads.c).
+ * The register, not a record: no store changes it. */
+bool rw_pkey_thread_writable(void)
+{
+	return rw_pkey_state.active &&
+	       (rdpkru() & rw_pkey_state.wd_ours) != rw_pkey_state.wd_ours;
+}
+
 const struct rw_backend rw_backend_pkey = {
 	.name = "pkey",
 	.caps = RARE_WRITE_CAP_BEGIN_END | RARE_WRITE_CAP_THREAD_LOCAL,
