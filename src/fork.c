@@ -16,6 +16,11 @@
  * One fork at a time is marked: the forks take a token from a pipe whose
  * descriptors are in the table, a lock no store can release (a mutex word
  * in writable memory could be, letting two marks race for one field).
+ * The child's handlers see the mark too: those that run before the core's
+ * child hook copies the table read the parent's, which keeps it until the
+ * child's fork() has returned (a pipe in the table, closed by the child
+ * then, or by its death), so the copy carries it, whatever a store did to
+ * the core's own hooks.
  * Signals but the synchronous ones are blocked meanwhile, so no handler
  * runs on the forking thread while it is marked or holds the token (a
  * handler's fork would wait for itself); they arrive when fork() returns.
@@ -116,7 +121,7 @@ static void token_give(void)
 }
 
 /* The child has one thread and a table of its own (core.c's child hook):
- * its own token, no mark. */
+ * its own token, no mark; then the parent may go on. */
 static void child_settle(void)
 {
 	int err;
@@ -128,6 +133,24 @@ static void child_settle(void)
 		rw_die("fork", NULL, "child cannot make its fork token: %s",
 		       strerror(-err));
 	TABLE_SET(rw_table.fork_mark, 0);
+	close(rw_table.fork_wait[0]);
+	close(rw_table.fork_wait[1]);
+	TABLE_SET(rw_table.fork_wait[0], -1);
+	TABLE_SET(rw_table.fork_wait[1], -1);
+}
+
+/* The parent: until the child's fork() returned (EOF), if there is one. */
+static void parent_wait(pid_t pid)
+{
+	char c;
+
+	close(rw_table.fork_wait[1]);
+	if (pid > 0)
+		while (read(rw_table.fork_wait[0], &c, 1) < 0 && errno == EINTR)
+			;
+	close(rw_table.fork_wait[0]);
+	TABLE_SET(rw_table.fork_wait[0], -1);
+	TABLE_SET(rw_table.fork_wait[1], -1);
 }
 
 __attribute__((visibility("default"), weak)) pid_t fork(void)
@@ -136,8 +159,8 @@ __attribute__((visibility("default"), weak)) pid_t fork(void)
 					   SIGFPE,  SIGTRAP, SIGSYS};
 	sigset_t block, saved;
 	uint64_t mark;
+	int err, wait[2];
 	pid_t pid;
-	int err;
 
 	/* Before the first seal no hook of ours is registered and a window
 	 * opens nothing. */
@@ -153,12 +176,22 @@ __attribute__((visibility("default"), weak)) pid_t fork(void)
 		sigdelset(&block, sync_signals[i]);
 	pthread_sigmask(SIG_BLOCK, &block, &saved);
 	token_take();
+	if (pipe2(wait, O_CLOEXEC)) { /* out of descriptors: as fork() */
+		err = errno;
+		token_give();
+		pthread_sigmask(SIG_SETMASK, &saved, NULL);
+		errno = err;
+		return -1;
+	}
+	TABLE_SET(rw_table.fork_wait[0], wait[0]);
+	TABLE_SET(rw_table.fork_wait[1], wait[1]);
 	TABLE_SET(rw_table.fork_mark, mark);
 	pid = __fork();
 	err = errno;
 	if (pid == 0) {
 		child_settle();
 	} else { /* the parent, or a fork that failed */
+		parent_wait(pid);
 		TABLE_SET(rw_table.fork_mark, 0);
 		token_give();
 	}

@@ -20,8 +20,10 @@
 #include "internal.h"
 #include "table.h"
 
-struct rw_table rw_table = {
-	.vault_fd = -1, .fork_pipe = {-1, -1}, .fork_token = {-1, -1}};
+struct rw_table rw_table = {.vault_fd = -1,
+			    .fork_pipe = {-1, -1},
+			    .fork_token = {-1, -1},
+			    .fork_wait = {-1, -1}};
 
 bool rw_initialised(void)
 {

@@ -55,6 +55,8 @@ struct rw_table {
 	 * the mark, pid << 32 | tid of the thread inside fork(), 0: none. */
 	int fork_token[2];
 	uint64_t fork_mark;
+	int fork_wait[2]; /* the parent waits for the child's fork() to return
+			   */
 	/* The process that owns this table (getpid() at the first seal, the
 	 * child's in fork_child): a child made by a raw fork(), which ran no
 	 * fork handler, still shares it and must not write it (attack 14c). */

@@ -9,8 +9,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pty.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "harness.h"
@@ -230,4 +235,30 @@ TEST(forkpty_handler_map_aborts, EXPECT_PASS)
 	close(s);
 	expect_abort_addr(forkpty_with_prepare_map, NULL, "rare_write_map",
 			  NULL, false);
+}
+
+/* A fork that fails (clone() refused by a seccomp filter) clears the mark
+ * and gives the token back: maps open afterwards, and the next fork()
+ * fails again rather than wait for the token forever. */
+TEST(fork_failed_clears_mark, EXPECT_PASS)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EAGAIN),
+	};
+	struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
+
+	init();
+	CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
+	for (int i = 0; i < 2; i++) {
+		errno = 0;
+		CHECK(fork() == -1 && errno == EAGAIN);
+		map_unmap();
+	}
+	CHECK(fvalue == 3);
 }
