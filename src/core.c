@@ -31,6 +31,18 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t nested_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * Refuse to open a window inside fork(), where the C library runs at-fork
+ * handlers from a list any store can redirect (attack 21b, fork.c). One
+ * load from the table unless a fork is in progress.
+ */
+static inline void fork_check(const char *call)
+{
+	if (__builtin_expect(
+		    __atomic_load_n(&rw_table.fork_mark, __ATOMIC_ACQUIRE), 0))
+		rw_fork_refuse(call);
+}
+
 /* Before init, protected data is ordinary memory: store it directly. */
 static void write_plain(const struct rw_seg *segs, unsigned n)
 {
@@ -179,7 +191,7 @@ void rare_write_begin(void)
 {
 	const struct rw_backend *b;
 
-	rw_fork_check("rare_write_begin"); /* a redirected at-fork hook */
+	fork_check("rare_write_begin"); /* a redirected at-fork hook */
 	if (rw_window_depth) {
 		rw_window_depth++;
 		if (rw_initialised())
@@ -310,7 +322,7 @@ struct rare_write_mapping rare_write_map(void *addr, size_t len)
 	struct rw_region *r;
 	bool protected_;
 
-	rw_fork_check("rare_write_map"); /* a redirected at-fork hook */
+	fork_check("rare_write_map"); /* a redirected at-fork hook */
 	if (!len)
 		rw_die("rare_write_map", addr, "zero length");
 	r = rw_region_of("rare_write_map", addr, len);

@@ -111,7 +111,8 @@ static void *real(enum starter which)
  * inherit. */
 static void refuse_in_window(enum starter which)
 {
-	if ((rw_window_depth && rw_initialised()) || rw_pkey_thread_writable())
+	if ((rw_window_depth && rw_initialised()) ||
+	    rw_backends_thread_writable())
 		rw_die(starter_names[which], NULL,
 		       "called inside an open window: the threads it starts "
 		       "would inherit write access (call it outside windows "

@@ -184,6 +184,15 @@ void rw_backends_cs_fault(void)
 			rw_table.used[i]->cs_fault();
 }
 
+bool rw_backends_thread_writable(void)
+{
+	for (unsigned i = 0; i < RW_MAX_BACKENDS && rw_table.used[i]; i++)
+		if (rw_table.used[i]->thread_writable &&
+		    rw_table.used[i]->thread_writable())
+			return true;
+	return false;
+}
+
 bool rw_backends_wrap_signals(void)
 {
 	for (unsigned i = 0; i < RW_MAX_BACKENDS && rw_table.used[i]; i++)

@@ -97,20 +97,9 @@ RW_HIDDEN void rw_region_commit(struct rw_region *r,
 				const struct rw_region *filled,
 				enum rw_region_kind kind);
 
-/*
- * fork.c: refuse to open a window inside fork(), where the C library runs
- * at-fork handlers from a list any store can redirect (attack 21b). One
- * load from the table unless a fork is in progress; then the system calls
- * that tell whether it is this thread's (or this is its child).
- */
+/* fork.c: abort naming @call if this thread is inside fork(), or in the
+ * child of a fork still running its handlers (rw_table.fork_mark set). */
 RW_HIDDEN void rw_fork_refuse(const char *call);
-static inline void rw_fork_check(const char *call)
-{
-	if (__builtin_expect(
-		    __atomic_load_n(&rw_table.fork_mark, __ATOMIC_ACQUIRE) != 0,
-		    0))
-		rw_fork_refuse(call);
-}
 /* The fork token, at the first seal (registry_lock held); -errno. */
 RW_HIDDEN int rw_fork_setup(void);
 
