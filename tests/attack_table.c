@@ -67,7 +67,7 @@ const struct attack_expect attack_table[] = {
 	{"21b", {B, B, B, B, B}},
 	{"22a", {B, B, B, B, B}},
 	{"22b", {B, NA, NA, B, NA}},
-	{"22c", {B, NA, NA, B, NA}},
+	{"22c", {O, NA, NA, B, NA}},
 	{"23", {B, B, B, B, B}},
 	{"24", {O, NA, NA, NA, NA}},
 };

@@ -21,8 +21,19 @@
 
 static long tvalue __wr_rare = 1;
 
+/* The loader's table of this program: none in a static one, which links
+ * librarewrite.a, where the C library's entries are not interposed. */
+extern char _DYNAMIC[] __attribute__((weak));
+
+static void need_interposed(void)
+{
+	if (!_DYNAMIC)
+		SKIP("static program: the C library's entries are its own");
+}
+
 static void need_windows(void)
 {
+	need_interposed();
 	if (!backend_has(RARE_WRITE_CAP_BEGIN_END))
 		SKIP("no begin/end windows");
 }
@@ -70,6 +81,7 @@ static void timer_thread_in_map(void *arg)
 TEST(libc_timer_create_thread_in_map_aborts_on_pkey, EXPECT_PASS)
 {
 	init();
+	need_interposed();
 	if (strcmp(rare_write_backend(), "pkey"))
 		SKIP("not the pkey backend");
 	expect_abort_addr(timer_thread_in_map, NULL, "timer_create", NULL,
