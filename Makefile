@@ -64,6 +64,10 @@ USER_LDFLAGS := -Wl,-T,rarewrite.ld $(EXTRA_LDFLAGS) $(NO_UBSAN_CONTRACT)
 
 LIB_SRC := $(wildcard src/*.c src/backend/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
+# What a static program links: not the C library's thread starters, whose
+# next definition only the dynamic linker can name (src/libc_threads.c).
+LIB_SRC_STATIC := $(filter-out src/libc_threads.c,$(LIB_SRC))
+LIB_OBJ_STATIC := $(LIB_SRC_STATIC:%.c=$(B)/%.o)
 HEADERS := include/rarewrite.h include/rarewrite/list.h
 
 all: $(B)/librarewrite.so $(B)/librarewrite.a
@@ -87,9 +91,9 @@ $(B)/librarewrite.so: $(LIB_OBJ) src/exports.map VERSION
 	$(Q)ln -sf $(REALNAME) $(B)/$(SONAME)
 	$(Q)ln -sf $(SONAME) $@
 
-$(B)/librarewrite.a: $(LIB_OBJ)
+$(B)/librarewrite.a: $(LIB_OBJ_STATIC)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $(LIB_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $(LIB_OBJ_STATIC)
 
 SUBST = sed -e 's|@PREFIX@|$(PREFIX)|g; s|@LIBDIR@|$(LIBDIR)|g; s|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
 	-e 's|@VERSION@|$(VERSION)|g; s|@VERSION_MAJOR@|$(VERSION_MAJOR)|g'

@@ -18,7 +18,7 @@ bad() {
 	fail=1
 }
 headers="include/rarewrite.h include/rarewrite/list.h include/rarewrite.hpp"
-interposed="__sysv_signal bsd_signal pthread_create sigaction sigignore siginterrupt sigset signal ssignal sysv_signal thrd_create"
+interposed="__sysv_signal aio_fsync aio_fsync64 aio_read aio_read64 aio_write aio_write64 bsd_signal daemon fork forkpty getaddrinfo_a lio_listio lio_listio64 mq_notify pthread_create sigaction sigignore siginterrupt signal sigset ssignal sysv_signal thrd_create timer_create"
 
 sh man/names.sh man/man1/*.1 man/man3/*.3 man/man7/*.7 >"$out/names"
 for page in man/man1/*.1 man/man3/*.3 man/man7/*.7; do

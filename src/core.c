@@ -31,6 +31,18 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t nested_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * Refuse to open a window inside fork(), where the C library runs at-fork
+ * handlers from a list any store can redirect (attack 21b, fork.c). One
+ * load from the table unless a fork is in progress.
+ */
+static inline void fork_check(const char *call)
+{
+	if (__builtin_expect(
+		    __atomic_load_n(&rw_table.fork_mark, __ATOMIC_ACQUIRE), 0))
+		rw_fork_refuse(call);
+}
+
 /* Before init, protected data is ordinary memory: store it directly. */
 static void write_plain(const struct rw_seg *segs, unsigned n)
 {
@@ -223,6 +235,7 @@ void rare_write_begin(void)
 {
 	const struct rw_backend *b;
 
+	fork_check("rare_write_begin"); /* a redirected at-fork hook */
 	if (rw_window_depth) {
 		rw_window_depth++;
 		if (rw_initialised())
@@ -354,6 +367,7 @@ struct rare_write_mapping rare_write_map(void *addr, size_t len)
 	struct rw_region *r;
 	bool protected_;
 
+	fork_check("rare_write_map"); /* a redirected at-fork hook */
 	if (!len)
 		rw_die("rare_write_map", addr, "zero length");
 	r = rw_region_of("rare_write_map", addr, len);
@@ -870,9 +884,12 @@ static int register_atfork(const char *call)
 
 	if (rw_table.atfork_registered)
 		return 0;
-	err = -pthread_atfork(fork_prepare, fork_parent, fork_child);
+	err = rw_fork_setup(); /* fork.c: the fork() the hooks run in */
+	if (!err)
+		err = -pthread_atfork(fork_prepare, fork_parent, fork_child);
 	if (err)
-		rw_say(call, "pthread_atfork: %s", strerror(-err));
+		rw_say(call, "cannot set up the fork hooks: %s",
+		       strerror(-err));
 	else
 		TABLE_SET(rw_table.atfork_registered, true);
 	return err;
@@ -902,6 +919,8 @@ static void table_check(const char *call)
 		   rw_table.nr_regions > RW_MAX_REGIONS ||
 		   rw_table.nr_maps > RW_MAX_MAPS ||
 		   rw_table.nr_nested > RW_MAX_NESTED || rw_table.initialised ||
+		   rw_table.atfork_registered || rw_table.fork_mark ||
+		   rw_table.fork_token[0] != -1 ||
 		   (rw_table.backend && rw_backend_index(rw_table.backend) < 0);
 
 	for (unsigned i = 0; i < RW_MAX_BACKENDS; i++)

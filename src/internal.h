@@ -113,11 +113,15 @@ struct rw_backend {
 	 * says the interrupted context held. cs_fault: a synchronous fault
 	 * hit the library's own code inside a critical section (a bad
 	 * source pointer of rare_write_memcpy): close what the section
-	 * opened and release what it holds, the section will not resume. */
+	 * opened and release what it holds, the section will not resume.
+	 * thread_writable: a thread started now by the calling thread would
+	 * inherit write access (pkey: PKRU write-enables a key of ours);
+	 * NULL where threads inherit nothing. */
 	bool (*fault)(void *siginfo, void *ucontext);
 	void (*signal_enter)(void *ucontext);
 	void (*signal_exit)(void *ucontext);
 	void (*cs_fault)(void);
+	bool (*thread_writable)(void);
 };
 
 /*
@@ -317,6 +321,9 @@ RW_HIDDEN void rw_backends_signal_enter(void *ucontext);
 RW_HIDDEN void rw_backends_signal_exit(void *ucontext);
 RW_HIDDEN void rw_backends_cs_fault(void);
 RW_HIDDEN bool rw_backends_wrap_signals(void);
+/* Whether a backend in use says a thread started now would inherit write
+ * access (thread_writable). */
+RW_HIDDEN bool rw_backends_thread_writable(void);
 /* core.c, for fork_child hooks: the forking thread's id (from the table,
  * set by the core's prepare handler, which runs after the backends'). */
 RW_HIDDEN int32_t rw_fork_tid(void);

@@ -20,7 +20,10 @@
 #include "internal.h"
 #include "table.h"
 
-struct rw_table rw_table = {.vault_fd = -1, .fork_pipe = {-1, -1}};
+struct rw_table rw_table = {.vault_fd = -1,
+			    .fork_pipe = {-1, -1},
+			    .fork_token = {-1, -1},
+			    .fork_wait = {-1, -1}};
 
 bool rw_initialised(void)
 {
@@ -178,6 +181,15 @@ void rw_backends_cs_fault(void)
 	for (unsigned i = 0; i < RW_MAX_BACKENDS && rw_table.used[i]; i++)
 		if (rw_table.used[i]->cs_fault)
 			rw_table.used[i]->cs_fault();
+}
+
+bool rw_backends_thread_writable(void)
+{
+	for (unsigned i = 0; i < RW_MAX_BACKENDS && rw_table.used[i]; i++)
+		if (rw_table.used[i]->thread_writable &&
+		    rw_table.used[i]->thread_writable())
+			return true;
+	return false;
 }
 
 bool rw_backends_wrap_signals(void)

@@ -61,6 +61,13 @@ struct rw_table {
 	int32_t fork_tid; /* the forking thread, whose nested windows the child
 			     keeps */
 	int fork_pipe[2]; /* the fork handshake (fork_parent) */
+	/* fork.c: a pipe holding one byte, the token a fork() takes, so that
+	 * one fork at a time is marked (a lock no store can release); and
+	 * the mark, pid << 32 | tid of the thread inside fork(), 0: none. */
+	int fork_token[2];
+	uint64_t fork_mark;
+	int fork_wait[2]; /* the parent waits for the child's fork() to return
+			   */
 	/* The process that owns this table (claimed at the first seal, and
 	 * by the child in fork_child): a child made by a raw fork(), which
 	 * ran no fork handler, still shares it and must not write it
@@ -107,5 +114,11 @@ RW_HIDDEN struct rw_region *rw_region_alloc(void);
 RW_HIDDEN void rw_region_commit(struct rw_region *r,
 				const struct rw_region *filled,
 				enum rw_region_kind kind);
+
+/* fork.c: abort naming @call if this thread is inside fork(), or in the
+ * child of a fork still running its handlers (rw_table.fork_mark set). */
+RW_HIDDEN void rw_fork_refuse(const char *call);
+/* The fork token, at the first seal (registry_lock held); -errno. */
+RW_HIDDEN int rw_fork_setup(void);
 
 #endif /* RAREWRITE_TABLE_H */

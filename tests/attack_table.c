@@ -74,7 +74,7 @@ const struct attack_expect attack_table[] = {
 	/* Control from memory the library does not own (21), interposition
 	 * gaps (22), the fault report (23), pkey's other keys (24). */
 	{"21a", {B, B, B, B, B}},
-	{"21b", {O, B, B, O, B}},
+	{"21b", {B, B, B, B, B}},
 	{"22a", {B, B, B, B, B}},
 	{"22b", {B, NA, NA, B, NA}},
 	{"22c", {O, NA, NA, B, NA}},

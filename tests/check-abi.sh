@@ -31,7 +31,7 @@ bad() {
 	fail=1
 }
 
-interposed="__sysv_signal bsd_signal pthread_create sigaction sigignore siginterrupt sigset signal ssignal sysv_signal thrd_create"
+interposed="__sysv_signal aio_fsync aio_fsync64 aio_read aio_read64 aio_write aio_write64 bsd_signal daemon fork forkpty getaddrinfo_a lio_listio lio_listio64 mq_notify pthread_create sigaction sigignore siginterrupt signal sigset ssignal sysv_signal thrd_create timer_create"
 
 # "name version" of each defined dynamic symbol, less the nodes' own entries
 objdump -T "$so" | awk '$NF !~ /^\(/ && NF >= 7 && $4 != "*UND*" && $NF != $(NF-1) {print $NF, $(NF-1)}' |

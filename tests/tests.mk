@@ -122,7 +122,7 @@ check-install:
 $(B)/tests/core-setuid: tests/setuid/core_setuid_main.c $(LIB_SRC) $(HEADERS) src/internal.h rarewrite.ld
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -fvisibility=hidden -Iinclude -Isrc \
-		-static $< $(LIB_SRC) -o $@ -Wl,-T,rarewrite.ld -pthread
+		-static $< $(LIB_SRC_STATIC) -o $@ -Wl,-T,rarewrite.ld -pthread
 
 $(TEST_BIN): $(B)/tests/core-setuid
 $(B)/tests/attack-matrix: $(B)/tests/core-setuid

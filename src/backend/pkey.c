@@ -46,10 +46,10 @@
  * with the keys closed; jumping to the close instruction loops until closed.
  */
 #define _GNU_SOURCE
+#include <aio.h>
 #include <cpuid.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <mqueue.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -788,15 +788,17 @@ static void pkey_fork_child(void)
  * program these definitions come before libc's; in a static one they are
  * the first definitions the linker sees. The real function is libc's next
  * definition, or in a static link its internal name, which the reference
- * to mq_notify() pulls into the link (its object calls it). C11's
+ * to aio_init() pulls into the link (its object, which starts the
+ * asynchronous I/O workers, calls it; mq_notify() is interposed in the
+ * shared library, libc_threads.c). C11's
  * thrd_create() is what libc's own is: pthread_create() with glibc's
  * marker for a C11 thread as its attributes.
  */
 typedef int create_fn(pthread_t *, const pthread_attr_t *, void *(*)(void *),
 		      void *);
 extern create_fn __pthread_create_2_1 __attribute__((weak));
-__attribute__((used)) static int (*const pull_in_create)(
-	mqd_t, const struct sigevent *) = mq_notify;
+__attribute__((used)) static void (*const pull_in_create)(
+	const struct aioinit *) = aio_init;
 #define ATTR_C11_THREAD ((const pthread_attr_t *)(uintptr_t)-1)
 
 /*
@@ -936,6 +938,15 @@ thrd_create(thrd_t *thr, thrd_start_t fn, void *arg)
 	}
 }
 
+/* Whether this thread may write one of our keys now (a window, a map):
+ * a thread the C library starts from here inherits that (libc_threads.c).
+ * The register, not a record: no store changes it. */
+static bool pkey_thread_writable(void)
+{
+	return rw_pkey_state.active &&
+	       (rdpkru() & rw_pkey_state.wd_ours) != rw_pkey_state.wd_ours;
+}
+
 const struct rw_backend rw_backend_pkey = {
 	.name = "pkey",
 	.caps = RARE_WRITE_CAP_BEGIN_END | RARE_WRITE_CAP_THREAD_LOCAL,
@@ -954,4 +965,5 @@ const struct rw_backend rw_backend_pkey = {
 	.fault = pkey_fault,
 	.signal_enter = pkey_signal_enter,
 	.signal_exit = pkey_signal_exit,
+	.thread_writable = pkey_thread_writable,
 };
