@@ -721,7 +721,8 @@ static void fork_child(void)
 		rw_table.vault_fd = fd;
 	}
 	reserve_views();
-	rw_owner_claim(&rw_table.owner); /* maps a page: after the views' places are held */
+	/* Maps a page: after the views' places are held. */
+	rw_owner_claim(&rw_table.owner);
 	FOR_EACH_FORK_HOOK(fork_child);
 	/* Only the forking thread lives on, under a new id. */
 	memset(rw_table.nested, 0, sizeof(rw_table.nested));
