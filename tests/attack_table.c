@@ -68,7 +68,7 @@ const struct attack_expect attack_table[] = {
 	{"15a", {O, O, O, O, O}},
 	{"15b", {O, O, O, O, O}},
 	{"15c", {B, B, B, B, B}},
-	{"15d", {O, O, O, O, B}},
+	{"15d", {O, O, O, O, O}},
 	{"15e", {O, O, O, O, O}},
 	{"15f", {B, NA, NA, O, NA}},
 	/* Control from memory the library does not own (21), interposition

@@ -34,9 +34,9 @@ writable() {
 writable "$B/librarewrite.a" "" >"$tmp/a"
 # Objects of the shared library that the archive leaves out (Makefile,
 # LIB_SRC_STATIC), under their own names.
-for o in "$B"/src/libc_threads.o; do
-	[ -f "$o" ] && writable "$o" "${o##*/}"
-done | sort -u - "$tmp/a" -o "$tmp/a"
+o=$B/src/libc_threads.o
+[ -f "$o" ] || { echo "check-inventory: $o missing (make all first)" >&2; exit 1; }
+writable "$o" "${o##*/}" | sort -u - "$tmp/a" -o "$tmp/a"
 writable "$B/librarewrite.so" "so" | awk '{print $2}' | sort -u >"$tmp/so"
 # The inventory: "[OPEN: ]object symbol: reason", '#' comments, blanks.
 sed -e '/^#/d' -e '/^[[:space:]]*$/d' -e 's/^OPEN: //' "$INV" >"$tmp/lines"
