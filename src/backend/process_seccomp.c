@@ -45,9 +45,13 @@
 		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),         \
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS)
 
-/* Install @prog on the calling process, for good. */
-static int install(const struct sock_fprog *prog)
+/* Confine the calling process to the @n instructions of @insns, for good. */
+static int install(const struct sock_filter *insns, size_t n)
 {
+	const struct sock_fprog prog = {
+		.len = (unsigned short)n,
+		.filter = (struct sock_filter *)insns,
+	};
 	long err = sys6(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0);
 
 	if (err)
@@ -56,7 +60,7 @@ static int install(const struct sock_fprog *prog)
 	 * the helper serves unconfined, as before the filter existed; any
 	 * other refusal stops it. Direct system calls: the helper may no
 	 * longer bind a lazy symbol (process_helper.c). */
-	err = sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog);
+	err = sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
 	return err == -ENOSYS ? 0 : (int)err;
 }
 
@@ -90,12 +94,7 @@ int prw_helper_seccomp(void)
 		ALLOW(SYS_exit_group),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 	};
-	const struct sock_fprog prog = {
-		.len = sizeof(insns) / sizeof(insns[0]),
-		.filter = (struct sock_filter *)insns,
-	};
-
-	return install(&prog);
+	return install(insns, sizeof(insns) / sizeof(insns[0]));
 }
 
 int prw_keeper_seccomp(void)
@@ -113,10 +112,5 @@ int prw_keeper_seccomp(void)
 		ALLOW(SYS_exit_group),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 	};
-	const struct sock_fprog prog = {
-		.len = sizeof(insns) / sizeof(insns[0]),
-		.filter = (struct sock_filter *)insns,
-	};
-
-	return install(&prog);
+	return install(insns, sizeof(insns) / sizeof(insns[0]));
 }
