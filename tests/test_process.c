@@ -522,17 +522,6 @@ TEST(process_helper_survives_initialising_thread, EXPECT_PASS)
 	CHECK(find_helper() > 0);
 }
 
-static void init_report_helper_exit(void *arg)
-{
-	int *fd = arg;
-	pid_t helper;
-
-	init();
-	helper = find_helper();
-	CHECK(write(*fd, &helper, sizeof(helper)) == sizeof(helper));
-	_exit(0);
-}
-
 TEST(process_helper_dies_with_program, EXPECT_PASS)
 {
 	int p[2], status;

@@ -288,17 +288,6 @@ TEST(process_exec_leaves_no_zombie_helper, EXPECT_PASS)
 
 /* The program exits: its helper (and whatever started it) are reaped by
  * the reaper above, not left zombies. */
-static void program_reports_helper(void *arg)
-{
-	int *fd = arg;
-	pid_t helper;
-
-	init();
-	helper = find_helper();
-	CHECK(write(*fd, &helper, sizeof(helper)) == sizeof(helper));
-	_exit(0);
-}
-
 TEST(process_helper_ends_and_is_reaped_after_program_exit, EXPECT_PASS)
 {
 	pid_t helper = 0, kids[16];
@@ -307,7 +296,7 @@ TEST(process_helper_ends_and_is_reaped_after_program_exit, EXPECT_PASS)
 	need_process();
 	become_subreaper();
 	CHECK(!pipe(p));
-	CHECK(run_in_child(program_reports_helper, &p[1]) == CHILD_OK);
+	CHECK(run_in_child(init_report_helper_exit, &p[1]) == CHILD_OK);
 	CHECK(read(p[0], &helper, sizeof(helper)) == sizeof(helper));
 	CHECK(helper > 0);
 	CHECK(gone_within(helper));

@@ -217,4 +217,17 @@ out:
 	return found;
 }
 
+/* In a child: init, send the helper's pid down the pipe end at @arg, and
+ * exit, leaving the helper to end with the program. */
+static inline void init_report_helper_exit(void *arg)
+{
+	int *fd = arg;
+	pid_t helper;
+
+	init();
+	helper = find_helper();
+	CHECK(write(*fd, &helper, sizeof(helper)) == sizeof(helper));
+	_exit(0);
+}
+
 #endif /* RAREWRITE_TEST_UTIL_H */
