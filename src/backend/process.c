@@ -15,14 +15,16 @@
  * A write is one sendmsg() on a SOCK_SEQPACKET socket (process_ring.h):
  * target, length and data are the system call's arguments, copied by the
  * kernel when it is made, so no store to the program's memory can forge or
- * rewrite a request the helper has not yet read. The helper answers each
- * request with its sequence number and the sender's pid (from the kernel's
- * SCM_CREDENTIALS), and the calling thread takes only that answer. One
- * request is in flight at a time (the helper serves one at a time anyway);
- * a thread sleeps in recv() for its answer. The helper is no child of the
- * program (process_helper.c): when it ends, its keeper says how on the same
- * socket. Regions are registered on the same socket, their memfds passed
- * with SCM_RIGHTS.
+ * rewrite a request the helper has not yet read. The helper serves only
+ * the program's pid (the kernel's SCM_CREDENTIALS) and answers in its
+ * answer page, which the program maps read-only (its memfd is sealed
+ * against writing before the helper hands it over), with a futex wake:
+ * a socket reply cost as much again as the request. One request is in
+ * flight at a time (the helper serves one at a time anyway), so the next
+ * answer the page counts is its answer; a thread sleeps on the futex for
+ * it. The helper is no child of the program (process_helper.c): when it
+ * ends, its keeper says how on the socket. Regions are registered on the
+ * same socket, their memfds passed with SCM_RIGHTS.
  *
  * fork(): the socket is closed in the child, so a child holds no channel to
  * the parent's helper. The child copies each region into a new memfd while
@@ -34,6 +36,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -74,6 +77,7 @@ enum {
 	W_PID,	  /* ours, as the helper sees it in replies */
 	W_DATA,	  /* data bytes per message, a multiple of 8 <= PRW_MAX_DATA */
 	W_INO,	  /* st_ino of the socket: checked before every SCM_RIGHTS */
+	W_ANSWER, /* the helper's answer page, mapped read-only */
 };
 
 static int ctl_fd(void)
@@ -96,6 +100,12 @@ static size_t data_max(void)
 	return (size_t)rw_backend_word(&rw_backend_process, W_DATA);
 }
 
+static const struct prw_answer *answer_page(void)
+{
+	return (const struct prw_answer *)(uintptr_t)rw_backend_word(
+		&rw_backend_process, W_ANSWER);
+}
+
 static uint64_t next_id = 1;
 static uint64_t req_seq;
 /* Where the helper last answered from: a hint (see poll_first()). */
@@ -108,9 +118,10 @@ static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A waiting thread wakes this often to check that the helper still lives. */
 #define LIVENESS_MS 50
-/* Polls of the socket for an answer before sleeping in recv(), while the
- * helper runs on another CPU (it answers in a few microseconds). */
-#define CALLER_POLLS 32
+/* How long a caller looks at the answer page before sleeping on it, while
+ * the helper runs on another CPU (it answers in a few microseconds): loads,
+ * no system call. */
+#define CALLER_SPIN_NS 5000
 /* The helper has this long to start, and to answer one request. A live
  * helper answers in microseconds; these only turn a hang into an error. */
 #define START_TIMEOUT_S 10
@@ -178,23 +189,115 @@ static uint64_t mono_s(void)
 	return (uint64_t)ts.tv_sec;
 }
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield" ::: "memory");
+#endif
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A wait for an answer ran out: a helper that ended says so on the socket
+ * (its keeper's word, or end-of-file when both are gone). Nothing else
+ * comes on it: the helper answers in its page, and no one else's message. */
+static void helper_check(const char *call, const void *addr)
+{
+	struct prw_reply r;
+	ssize_t n;
+
+	for (;;) {
+		n = recv(ctl_fd(), &r, sizeof(r), MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n == (ssize_t)sizeof(r) && r.seq == PRW_SEQ_FATE)
+			helper_ended(call, addr, &r);
+		if (n <= 0)
+			helper_died(call, addr);
+	}
+}
+
 /*
- * Send @mh as request @seq and wait for its reply: 0 or -errno from the
- * helper. req_lock held. Replies to other requests (a raw fork child's,
- * whose sender is not us, or a stale one) are dropped, never taken for
- * ours.
+ * Wait until the answer page counts one answer more than @before, the count
+ * when our request went out: 0 or -errno from the helper. The page is the
+ * helper's alone (read-only here), and nothing but our request is in
+ * flight: that answer is ours. A helper that hangs (stopped) runs into the
+ * deadline; one that ended is found by helper_check().
+ */
+static int await_answer(const char *call, const void *addr,
+			const struct prw_answer *a, uint32_t before,
+			uint32_t cpu)
+{
+	const uint32_t bit = PRW_ANSWER_BIT(before + 1);
+	uint64_t deadline = 0;
+	uint32_t count;
+
+	if (poll_first(cpu)) {
+		uint64_t until = mono_ns() + CALLER_SPIN_NS;
+
+		while (__atomic_load_n(&a->count, __ATOMIC_ACQUIRE) == before &&
+		       mono_ns() < until)
+			cpu_relax();
+	}
+	while ((count = __atomic_load_n(&a->count, __ATOMIC_ACQUIRE)) ==
+	       before) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		if (!deadline)
+			deadline = (uint64_t)ts.tv_sec + REPLY_TIMEOUT_S;
+		else if ((uint64_t)ts.tv_sec > deadline)
+			rw_die(call, addr,
+			       "the process backend's helper (pid %d) did not "
+			       "answer within %d s",
+			       (int)helper_id(), REPLY_TIMEOUT_S);
+		ts.tv_nsec += LIVENESS_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		/* Absolute, CLOCK_MONOTONIC; not private: the helper's
+		 * mapping of the page is another process's. */
+		if (syscall(SYS_futex, &a->count, FUTEX_WAIT_BITSET, before,
+			    &ts, NULL, bit) &&
+		    errno == ETIMEDOUT)
+			helper_check(call, addr);
+	}
+	if (count != before + 1)
+		rw_die(call, addr,
+		       "the process backend's helper answered %u requests "
+		       "where one was in flight",
+		       count - before);
+	__atomic_store_n(&helper_cpu,
+			 __atomic_load_n(&a->cpu, __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
+	return __atomic_load_n(&a->err, __ATOMIC_RELAXED);
+}
+
+/*
+ * Send @mh as one request of @len bytes and wait for its answer: 0 or
+ * -errno from the helper. req_lock held.
  */
 static int transact(const char *call, const void *addr, struct msghdr *mh,
-		    size_t len, uint64_t seq)
+		    size_t len)
 {
-	uint64_t deadline = mono_s() + REPLY_TIMEOUT_S;
+	const struct prw_answer *a = answer_page();
 	struct prw_msg *m = mh->msg_iov[0].iov_base;
-	unsigned polls;
-	struct prw_reply reply;
+	/* Before the request goes: the helper may answer at once. */
+	uint32_t before = __atomic_load_n(&a->count, __ATOMIC_ACQUIRE);
 	ssize_t n;
 
 	m->cpu = cur_cpu();
-	polls = poll_first(m->cpu) ? CALLER_POLLS : 0;
 	while ((n = sendmsg(ctl_fd(), mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
 	if (n != (ssize_t)len) {
@@ -205,40 +308,7 @@ static int transact(const char *call, const void *addr, struct msghdr *mh,
 			       len);
 		helper_died(call, addr);
 	}
-	for (;;) {
-		n = recv(ctl_fd(), &reply, sizeof(reply),
-			 polls ? MSG_DONTWAIT : 0);
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			if (polls) {
-				polls--;
-				continue;
-			}
-			/* SO_RCVTIMEO ran out. A helper that ended says so
-			 * on the socket (its keeper, or end-of-file); one
-			 * that hangs (stopped) runs into the deadline. */
-			if (mono_s() > deadline)
-				rw_die(call, addr,
-				       "the process backend's helper (pid %d) "
-				       "did not answer within %d s",
-				       (int)helper_id(), REPLY_TIMEOUT_S);
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n != (ssize_t)sizeof(reply))
-			helper_died(call, addr);
-		if (reply.seq == PRW_SEQ_FATE)
-			helper_ended(call, addr, &reply);
-		/* Ours; or, in a child made by a raw fork (it shares our
-		 * table, so our_pid() is its parent's), the helper's refusal
-		 * of its request, named by the kernel with its own pid. */
-		if (reply.seq == seq &&
-		    (reply.pid == our_pid() || reply.pid == getpid())) {
-			__atomic_store_n(&helper_cpu, reply.cpu,
-					 __ATOMIC_RELAXED);
-			return reply.err;
-		}
-	}
+	return await_answer(call, addr, a, before, m->cpu);
 }
 
 /*
@@ -291,15 +361,70 @@ static int ctl(const char *call, const void *addr, uint32_t op, uint64_t id,
 	}
 	pthread_mutex_lock(&req_lock);
 	m.seq = ++req_seq;
-	err = transact(call, addr, &mh, sizeof(m), m.seq);
+	err = transact(call, addr, &mh, sizeof(m));
 	pthread_mutex_unlock(&req_lock);
 	return err;
 }
 
-/* Wait for the helper's struct prw_ready on @sock: 0 with its pid in
- * *@pid, or -errno. A helper that dies or hangs at start is an error with a
- * reason on stderr, never a wait without end. */
-static int helper_ready(int sock, pid_t *pid)
+/* The first descriptor passed in @mh, or -1; any further one is closed. */
+static int passed_fd(const struct msghdr *mh)
+{
+	int fd = -1;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c;
+	     c = CMSG_NXTHDR((struct msghdr *)mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0;
+		     i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int got;
+
+			memcpy(&got, CMSG_DATA(c) + i * sizeof(int),
+			       sizeof(int));
+			if (fd < 0)
+				fd = got;
+			else
+				close(got);
+		}
+	}
+	return fd;
+}
+
+/*
+ * Map the helper's answer page, @fd, read-only: it must be sealed against
+ * every future write (so no mapping of ours can ever write it) and hold a
+ * page. MADV_DONTFORK (a fork child gets its own helper and page) and
+ * mseal()ed. The address, or NULL with errno set.
+ */
+static void *answer_page_map(int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+	struct stat st;
+	void *p;
+	int err;
+
+	if (seals < 0 || !(seals & F_SEAL_FUTURE_WRITE) || fstat(fd, &st) ||
+	    st.st_size < (off_t)PRW_PAGE) {
+		errno = EPROTO;
+		return NULL;
+	}
+	p = mmap(NULL, PRW_PAGE, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	err = rw_view_seal(p, PRW_PAGE, true);
+	if (err) {
+		munmap(p, PRW_PAGE);
+		errno = -err;
+		return NULL;
+	}
+	return p;
+}
+
+/* Wait for the helper's answer page and its struct prw_ready on @sock: 0
+ * with its pid in *@pid and the page's descriptor in *@page_fd, or -errno.
+ * A helper that dies or hangs at start is an error with a reason on
+ * stderr, never a wait without end. */
+static int helper_ready(int sock, pid_t *pid, int *page_fd)
 {
 	uint64_t deadline = mono_s() + START_TIMEOUT_S;
 	union {
@@ -308,11 +433,36 @@ static int helper_ready(int sock, pid_t *pid)
 	} m;
 	ssize_t n;
 
+	*page_fd = -1;
 	for (;;) {
-		n = recv(sock, &m, sizeof(m), 0);
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} cbuf;
+		struct iovec iov = {&m, sizeof(m)};
+		struct msghdr mh = {.msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = cbuf.buf,
+				    .msg_controllen = sizeof(cbuf.buf)};
+		int fd;
+
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		fd = n >= 0 ? passed_fd(&mh) : -1;
+		if (n == (ssize_t)sizeof(m.ready) && m.ready.pid > 0 &&
+		    m.ready.err == PRW_READY_PAGE && fd >= 0 && *page_fd < 0) {
+			*page_fd = fd;
+			continue;
+		}
+		if (fd >= 0)
+			close(fd);
 		if (n == (ssize_t)sizeof(m.ready) && m.ready.pid > 0) {
 			*pid = m.ready.pid;
-			return m.ready.err;
+			if (m.ready.err <= 0 && *page_fd >= 0)
+				return m.ready.err;
+			rw_say("rare_write_init",
+			       "the process backend's helper started without "
+			       "an answer page");
+			return -EPROTO;
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -364,7 +514,8 @@ static size_t socket_max_data(int sock)
 static int helper_start(void)
 {
 	struct timeval tv = {0, LIVENESS_MS * 1000};
-	int sv[2], one = 1, err;
+	int sv[2], one = 1, err, page_fd = -1;
+	void *page = NULL;
 	struct stat st;
 	size_t data;
 	pid_t pid = 0;
@@ -389,9 +540,13 @@ static int helper_start(void)
 		return err;
 	}
 	/* On failure the closed socket ends the helper, if it runs. */
-	err = helper_ready(sv[0], &pid);
+	err = helper_ready(sv[0], &pid, &page_fd);
 	if (!err && fstat(sv[0], &st))
 		err = -errno;
+	if (!err && !(page = answer_page_map(page_fd)))
+		err = -errno;
+	if (page_fd >= 0)
+		close(page_fd);
 	if (err) {
 		close(sv[0]);
 		return err;
@@ -401,6 +556,7 @@ static int helper_start(void)
 	rw_backend_word_set(&rw_backend_process, W_PID, (uint64_t)getpid());
 	rw_backend_word_set(&rw_backend_process, W_DATA, data & ~(size_t)7);
 	rw_backend_word_set(&rw_backend_process, W_INO, (uint64_t)st.st_ino);
+	rw_backend_word_set(&rw_backend_process, W_ANSWER, (uintptr_t)page);
 	return 0;
 }
 
@@ -533,7 +689,7 @@ static void req_flush(const char *call, const void *addr, struct req *q)
 	q->head.m.nseg = q->nseg;
 	q->iov[0] = (struct iovec){&q->head, head};
 	q->head.m.seq = ++req_seq;
-	err = transact(call, addr, &mh, head + q->data, q->head.m.seq);
+	err = transact(call, addr, &mh, head + q->data);
 	if (err)
 		rw_die(call, addr,
 		       "the process backend's helper refused the write (%zu "
@@ -657,9 +813,11 @@ static void process_fork_child(void)
 	struct rw_region *r;
 	int err;
 
-	/* Drop the parent's socket, the only channel to its helper. */
+	/* Drop the parent's socket, the only channel to its helper; its
+	 * answer page was not inherited (MADV_DONTFORK). */
 	close(ctl_fd());
 	rw_backend_word_set(&rw_backend_process, W_SOCK, 0);
+	rw_backend_word_set(&rw_backend_process, W_ANSWER, 0);
 	/* A snapshot of every region while the parent's writers wait, read
 	 * from the parent's memfd (the view was not inherited). */
 	rw_for_each_region(r) {

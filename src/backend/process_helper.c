@@ -41,11 +41,14 @@
  * SCM_CREDENTIALS); each is validated against the helper's own table of
  * regions (which the program cannot touch) and then applied whole; a
  * request that fails validation is refused and nothing of it is written.
+ * The answer goes into the answer page, which only the helper can write,
+ * and a futex wake.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
@@ -62,6 +65,10 @@
 #include "process_ring.h"
 #include "process_seccomp.h"
 #include "process_syscall.h"
+
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
 
 static __attribute__((noreturn)) void sys_exit(int code)
 {
@@ -88,6 +95,9 @@ static unsigned h_nr_regions;
 static unsigned char *h_buf; /* one message, PRW_MSG_MAX bytes */
 static int h_sock;
 static pid_t h_program;
+/* The answer page: writable here only (process_ring.h). */
+static struct prw_answer *h_answer;
+static uint32_t h_answered; /* the program's requests answered */
 
 static struct helper_region *region_by_addr(uintptr_t dst, uint64_t len)
 {
@@ -285,7 +295,33 @@ static uint32_t my_cpu(void)
 {
 	unsigned cpu = UINT32_MAX;
 
+#if defined(__x86_64__)
+	/* What the vDSO's getcpu reads, without a system call per answer:
+	 * the limit of the per-CPU segment (GDT entry 15) is node << 12 |
+	 * cpu. */
+	unsigned char ok;
+
+	__asm__ volatile("lsl %[seg], %[p]\n\tsetz %[ok]"
+			 : [p] "=r"(cpu), [ok] "=qm"(ok)
+			 : [seg] "r"(15u * 8 + 3)
+			 : "cc");
+	if (ok)
+		return cpu & 0xfff;
+#endif
 	return sys(SYS_getcpu, &cpu, 0, 0) ? UINT32_MAX : cpu;
+}
+
+/* Answer the program's latest request: the count last, then the wake. */
+static void answer(int err, uint32_t cpu)
+{
+	uint32_t count = h_answered + 1;
+
+	h_answered = count;
+	__atomic_store_n(&h_answer->err, err, __ATOMIC_RELAXED);
+	__atomic_store_n(&h_answer->cpu, cpu, __ATOMIC_RELAXED);
+	__atomic_store_n(&h_answer->count, count, __ATOMIC_RELEASE);
+	sys6(SYS_futex, (long)&h_answer->count, FUTEX_WAKE_BITSET, 1, 0, 0,
+	     PRW_ANSWER_BIT(count));
 }
 
 static __attribute__((noreturn)) void serve(void)
@@ -300,10 +336,9 @@ static __attribute__((noreturn)) void serve(void)
 				    .msg_iovlen = 1,
 				    .msg_control = cbuf.buf,
 				    .msg_controllen = sizeof(cbuf.buf)};
-		struct prw_reply reply = {0};
-		uint32_t caller_cpu = UINT32_MAX;
+		uint32_t caller_cpu = UINT32_MAX, cpu;
 		pid_t sender;
-		int fd;
+		int fd, err;
 		long n = sys(SYS_recvmsg, h_sock, &mh,
 			     MSG_CMSG_CLOEXEC | (polls ? MSG_DONTWAIT : 0));
 
@@ -318,32 +353,23 @@ static __attribute__((noreturn)) void serve(void)
 		if (n < 0)
 			sys_exit(1);
 		take_cmsgs(&mh, &sender, &fd);
-		if ((size_t)n >= sizeof(struct prw_msg)) {
-			memcpy(&reply.seq,
-			       h_buf + offsetof(struct prw_msg, seq),
-			       sizeof(reply.seq));
+		err = serve_one((size_t)n, &mh, sender, fd);
+		if (fd >= 0)
+			sys(SYS_close, fd, 0, 0); /* a mapping outlives it */
+		/* Anyone else's message (a raw fork child's) gets no answer:
+		 * the answer page is the program's. */
+		if (sender != h_program)
+			continue;
+		if ((size_t)n >= sizeof(struct prw_msg))
 			memcpy(&caller_cpu,
 			       h_buf + offsetof(struct prw_msg, cpu),
 			       sizeof(caller_cpu));
-		}
-		reply.pid = sender;
-		reply.err = serve_one((size_t)n, &mh, sender, fd);
-		reply.cpu = my_cpu();
-		if (fd >= 0)
-			sys(SYS_close, fd, 0, 0); /* a mapping outlives it */
-		for (;;) {
-			long r = sys6(SYS_sendto, h_sock, (long)&reply,
-				      sizeof(reply), MSG_NOSIGNAL, 0, 0);
-
-			if (r == sizeof(reply))
-				break;
-			if (r != -EINTR)
-				sys_exit(1);
-		}
+		cpu = my_cpu();
+		answer(err, cpu);
 		/* A hint: polling only pays while the caller runs on another
 		 * CPU; on ours it would only keep the caller from running. */
-		polls = caller_cpu != UINT32_MAX && reply.cpu != UINT32_MAX &&
-					caller_cpu != reply.cpu
+		polls = caller_cpu != UINT32_MAX && cpu != UINT32_MAX &&
+					caller_cpu != cpu
 				? HELPER_POLLS
 				: 0;
 	}
@@ -544,6 +570,56 @@ static void warm_up(void)
 		a[0] = 1;
 }
 
+/*
+ * The answer page: a memfd mapped writable here, then sealed against every
+ * future write (and further seals) before it goes to the program with
+ * @ready (err PRW_READY_PAGE): the program can only map it read-only. Made
+ * before the helper confines itself (memfd_create, ftruncate and sendmsg
+ * are not in its filter). 0 or -errno.
+ */
+static int answer_page_send(int sock, const struct prw_ready *ready)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf = {0};
+	struct iovec iov = {(void *)ready, sizeof(*ready)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = cbuf.buf,
+			    .msg_controllen = sizeof(cbuf.buf)};
+	struct cmsghdr *c = (struct cmsghdr *)cbuf.buf;
+	long fd = sys(SYS_memfd_create, "rarewrite-answer",
+		      MFD_CLOEXEC | MFD_ALLOW_SEALING, 0),
+	     map, err;
+
+	if (fd < 0)
+		return (int)fd;
+	err = sys(SYS_ftruncate, fd, PRW_PAGE, 0);
+	map = err ? err
+		  : sys6(SYS_mmap, 0, PRW_PAGE, PROT_READ | PROT_WRITE,
+			 MAP_SHARED, fd, 0);
+	if (map < 0 && map > -4096) {
+		sys(SYS_close, fd, 0, 0);
+		return (int)map;
+	}
+	h_answer = (struct prw_answer *)map;
+	h_answer->pid = ready->pid;
+	err = sys(SYS_fcntl, fd, F_ADD_SEALS,
+		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE |
+			  F_SEAL_SEAL);
+	if (!err) {
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &(int){(int)fd}, sizeof(int));
+		err = sys(SYS_sendmsg, sock, &mh, MSG_NOSIGNAL);
+		err = err == (long)sizeof(*ready) ? 0 : err < 0 ? err : -EIO;
+	}
+	sys(SYS_close, fd, 0, 0);
+	return (int)err;
+}
+
 /* The helper: serve the program from now on. */
 static __attribute__((noreturn)) void helper_main(int sock, pid_t program)
 {
@@ -553,6 +629,7 @@ static __attribute__((noreturn)) void helper_main(int sock, pid_t program)
 	h_sock = sock;
 	h_program = program;
 	h_nr_regions = 0;
+	h_answered = 0;
 	buf = sys6(SYS_mmap, 0, (long)PRW_MSG_MAX, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf < 0 && buf > -4096)
@@ -561,6 +638,9 @@ static __attribute__((noreturn)) void helper_main(int sock, pid_t program)
 	sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0);
 	sys(SYS_prctl, PR_SET_NAME, PRW_HELPER_COMM, 0);
 	ready.pid = (int32_t)sys(SYS_getpid, 0, 0, 0); /* not in the filter */
+	ready.err = PRW_READY_PAGE;
+	if (answer_page_send(sock, &ready))
+		sys_exit(1);
 	/* Refused filter: say so, and serve nothing. */
 	ready.err = prw_helper_seccomp();
 	if (sys6(SYS_sendto, sock, (long)&ready, sizeof(ready), MSG_NOSIGNAL, 0,

@@ -15,13 +15,20 @@
  *
  * The helper's end has SO_PASSCRED: the kernel attaches the sender's pid to
  * every message, and the helper serves only the program's (a child made by
- * a raw fork, which inherited the socket, gets -EPERM and changes nothing).
- * Every reply names the request's sequence number and the sender's pid; the
- * program takes only the reply to its own request.
+ * a raw fork, which inherited the socket, gets no answer and changes
+ * nothing).
+ *
+ * The answer goes the other way without a socket: the helper writes it into
+ * its answer page (struct prw_answer) and wakes the program's futex there.
+ * The page is a memfd the helper created, mapped writable and sealed
+ * F_SEAL_FUTURE_WRITE before handing it over: the program can only map it
+ * read-only, so no store of the program's forges an answer. One request of
+ * the program is in flight at a time; the helper counts the answers in its
+ * own memory, so the next change of the count is the answer to it.
  *
  * Each side tells the other the CPU it runs on (a hint, never trusted: it
- * only decides whether to poll the socket a little before sleeping in
- * recvmsg(), which pays only while the other side runs on another CPU).
+ * only decides whether to poll a little before sleeping, which pays only
+ * while the other side runs on another CPU).
  *
  * A write message: struct prw_msg (op PRW_OP_WRITE, nseg), nseg struct
  * prw_seg, then the data of every segment that has data, in segment order.
@@ -58,7 +65,7 @@ struct prw_seg {
 struct prw_msg {
 	uint32_t op;
 	uint32_t nseg;	/* WRITE */
-	uint64_t seq;	/* echoed in the reply */
+	uint64_t seq;	/* the program's request number (not echoed) */
 	uint64_t id;	/* region id (ADD, DEL) */
 	uint64_t start; /* program address of the region (ADD) */
 	uint64_t len;	/* bytes (ADD) */
@@ -66,12 +73,26 @@ struct prw_msg {
 	uint32_t pad;
 };
 
-/* helper -> program, one per request. */
+/*
+ * helper -> program: the answer to the program's latest request, in the
+ * answer page. @count is the futex word: the helper stores @err and @cpu,
+ * then the count (release), then wakes bit PRW_ANSWER_BIT(count) (a late
+ * wake for an earlier answer wakes no one waiting for a later one).
+ */
+struct prw_answer {
+	uint32_t count; /* the program's requests answered so far */
+	int32_t err;	/* the latest one's: 0 or -errno */
+	uint32_t cpu;	/* hint: the helper's CPU */
+	int32_t pid;	/* the helper's, set once (for tests and tools) */
+};
+#define PRW_ANSWER_BIT(count) (1u << ((count)&31u))
+
+/* keeper -> program, on the socket (below). */
 struct prw_reply {
 	uint64_t seq;
-	int32_t pid;  /* the sender of the request, as the kernel named it */
-	int32_t err;  /* 0 or -errno (-EPERM: not the program's message) */
-	uint32_t cpu; /* hint: the helper's CPU */
+	int32_t pid;
+	int32_t err;
+	uint32_t cpu;
 	uint32_t pad;
 };
 
@@ -83,8 +104,10 @@ struct prw_reply {
  */
 #define PRW_SEQ_FATE UINT64_MAX
 
-/* helper -> program, once, when it is ready: 0 or -errno from its start,
- * and its pid. */
+/* helper -> program, twice at its start: first with its answer page's
+ * memfd attached (SCM_RIGHTS) and err PRW_READY_PAGE, before it confines
+ * itself; then ready: 0 or -errno from its start. Both carry its pid. */
+#define PRW_READY_PAGE 1
 struct prw_ready {
 	int32_t err;
 	int32_t pid;

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <sys/mman.h>
@@ -74,8 +75,15 @@ int prw_helper_seccomp(void)
 		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PROT_EXEC, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		/* futex: only to wake the program at its answer page. */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_futex, 0, 4),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(1)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FUTEX_WAKE_BITSET, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		/* The loop: receive a request, map or drop what it carries,
-		 * check the memfd's seals and size, reply. */
+		 * check the memfd's seals and size (the ready message goes by
+		 * sendto()). */
 		ALLOW(SYS_recvmsg),
 		ALLOW(SYS_sendto),
 		ALLOW(SYS_munmap),

@@ -61,7 +61,8 @@ static const struct figures {
 	{"pwrite", {1, 1, 1 + 2, -1}},
 	{"shadow", {2, 2, 2 + 2, -1}},
 	{"mprotect", {2, 2, 6 + 2 + 2, 6 + 2}},
-	/* sendmsg(), recv() of the answer */
+	/* sendmsg(), a futex wait for the answer (none when it came
+	 * first) */
 	{"process", {2, 2, 2 + 2, -1}},
 };
 
@@ -198,7 +199,8 @@ static int verdict(const struct figures *f, int op, const unsigned long *hist,
 	}
 	if (polls && n < sizeof(what))
 		snprintf(what + n, sizeof(what) - n,
-			 " (and %lu empty polls of the socket or the helper)",
+			 " (and %lu polls: futex waits that ran out or found "
+			 "the answer, empty recv()s)",
 			 polls);
 	printf("%s %s: %s: %.2f system calls per operation (documented: %d)"
 	       "%s%s\n",
@@ -212,7 +214,6 @@ static int tracer(pid_t child, const struct figures *f)
 	static unsigned long hist[MAX_NR];
 	unsigned long polls = 0;
 	long last_nr = -1;
-	bool empty_recv = false;
 	int status, failed = 0, counting = 0, seen = 0;
 
 	if (waitpid(child, &status, 0) != child || !WIFSTOPPED(status))
@@ -238,26 +239,23 @@ static int tracer(pid_t child, const struct figures *f)
 			   &info) <= 0)
 			return 2;
 		/*
-		 * The process backend polls its socket without blocking a
-		 * few times while the helper runs on another CPU: a recv()
-		 * that found nothing (EAGAIN) is a poll, how many depends on
-		 * timing, and none is the write's own cost.
+		 * The process backend's wait for its answer is one futex
+		 * wait; on a busy machine it may run out (every 50 ms, to
+		 * look for the helper's death on the socket: a recv() that
+		 * finds nothing, EAGAIN) or find the answer already there
+		 * (EAGAIN) or be interrupted. Those are polls: how many
+		 * depends on timing, and none is the write's own cost.
 		 */
 		if (info.op == PTRACE_SYSCALL_INFO_EXIT && counting &&
-		    last_nr == SYS_recvfrom && info.exit.rval == -EAGAIN) {
-			hist[SYS_recvfrom]--;
+		    ((last_nr == SYS_recvfrom && info.exit.rval == -EAGAIN) ||
+		     (last_nr == SYS_futex && (info.exit.rval == -ETIMEDOUT ||
+					       info.exit.rval == -EAGAIN ||
+					       info.exit.rval == -EINTR)))) {
+			hist[last_nr]--;
 			polls++;
-			empty_recv = true;
 		}
 		if (info.op != PTRACE_SYSCALL_INFO_ENTRY)
 			continue;
-		/* A recv() that slept out its timeout (a busy machine) is
-		 * followed by waitid(): is the helper alive? Also a poll. */
-		if (counting && empty_recv && info.entry.nr == SYS_waitid) {
-			hist[SYS_waitid]--; /* counted again below */
-			polls++;
-		}
-		empty_recv = false;
 		last_nr = (long)info.entry.nr;
 		if (info.entry.nr == MARKER_NR) {
 			int op = (int)info.entry.args[1];
