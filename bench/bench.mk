@@ -21,7 +21,9 @@ bench-plot:
 		{ apt-get update && apt-get install -y gnuplot-nox; }
 	gnuplot -e "dir='$(BENCH_OUT)'; out='bench/results.png'" bench/plot.gp
 
+# SQLite's timings too where its build is there (real/real.mk).
 bench-report: $(BENCH_BIN)
-	sh bench/report.sh $(BENCH_BIN) $(BENCH_OUT)/report bench/README.md
+	REAL=$(REAL) REAL_BACKENDS="$${REAL_BACKENDS:-$(AVAILABLE_BACKENDS)}" \
+		sh bench/report.sh $(BENCH_BIN) $(BENCH_OUT)/report bench/README.md
 
 .PHONY: bench bench-plot bench-report

@@ -8,6 +8,9 @@
 # verdicts), and every table of the last run verbatim. Nothing in README
 # is typed by hand but the prose below, which carries no figure.
 # `make bench-report` runs it; the plot is redrawn when gnuplot is there.
+# With REAL=DIR (real/real.mk's build of SQLite, when there), the real
+# program's timings are run too (real/sqlite/run, REAL_RUNS rounds,
+# REAL_BACKENDS) and tabled after the targets.
 set -eu
 
 bench=$1
@@ -39,6 +42,21 @@ while [ "${BENCH_REUSE:-0}" != 1 ] && [ "$i" -le "$runs" ]; do
 	i=$((i + 1))
 done
 last=$out/run-$runs
+
+# The real program: its workload and start-up per backend against the
+# unprotected build, interleaved rounds, in the same run.
+real=${REAL:-}
+if [ "${BENCH_REUSE:-0}" != 1 ]; then
+	rm -f "$out/real.txt"
+	if [ -n "$real" ] && [ -x "$real/sqlite3-rare" ] && [ -x "$real/sqlite3-plain" ]; then
+		echo "bench-report: SQLite, ${REAL_RUNS:-3} rounds (load $(load))" >&2
+		before=$(load)
+		REAL_TIMING_ONLY=1 REAL_RUNS=${REAL_RUNS:-3} \
+			REAL_BACKENDS="${REAL_BACKENDS:-pwrite shadow mprotect process}" \
+			real/sqlite/run "$real" >"$out/real.txt" 2>&1 || true
+		echo "load|$before|$(load)" >>"$out/real.txt"
+	fi
+fi
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 family=$(sed -n 's/^cpu family[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
@@ -141,6 +159,47 @@ EOF
 	}'
 	grep -h '^| rare_write 8 B within 2 WRPKRU' "$last/results.md" | head -n 1 |
 		sed 's/^| \([^|]*\)| \([^|]*\)| - | - | \(.*\) |$/| \1| \2| - | - | - | \3 |/'
+	echo
+	echo "## A real program: SQLite"
+	echo
+	if [ -f "$out/real.txt" ]; then
+		rounds=$(sed -n 's/^--- workload: .*, \([0-9]*\) rounds per build$/\1/p' "$out/real.txt")
+		echo "\`real/sqlite/run\` (the check-real lane's script, timings only) on the"
+		echo "lane's build (real/README.md): the workload and 20 start-ups (\`select 1\`)"
+		echo "per round, each protected build against the unprotected one, ${rounds:-?}"
+		echo "interleaved rounds, medians; load before and after:"
+		echo "$(sed -n 's/^load|\(.*\)|\(.*\)$/\1 and \2/p' "$out/real.txt")."
+		echo "CPU time (user + system) is the steadier figure on a shared machine."
+		echo
+		echo "| backend | workload CPU, protected / unprotected | CPU <= 1.05 | workload wall | start-up wall, per run |"
+		echo "|---|---|---|---|---|"
+		awk '
+		/^ok   workload [a-z]+: output identical/ { same[$3] = 1 }
+		/^FAIL workload/ { b = $3; sub(/:$/, "", b); bad[b] = 1 }
+		/time [a-z]+\/unprotected, medians:/ {
+			b = $2; sub(/\/.*/, "", b); order[++n] = b
+			match($0, /wall [0-9]+\/[0-9]+ ms = [0-9.]+/); wall[b] = substr($0, RSTART + 5, RLENGTH - 5)
+			match($0, /cpu [0-9]+\/[0-9]+ ms = [0-9.]+/); cpu[b] = substr($0, RSTART + 4, RLENGTH - 4)
+		}
+		/start-up [a-z]+\/unprotected, median per run:/ {
+			b = $2; sub(/\/.*/, "", b); sub(/.*median per run: /, ""); start[b] = $0
+		}
+		END {
+			for (i = 1; i <= n; i++) {
+				b = order[i]
+				r = cpu[b]; sub(/.*= /, "", r)
+				printf "| `%s` | %s | %s | %s | %s |\n", b, cpu[b],
+					(r + 0 <= 1.05 ? "met" : "missed"), wall[b],
+					start[b] (b in bad ? " (output differed!)" : "")
+			}
+		}' "$out/real.txt"
+		echo
+		grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/real.txt" | tail -n 1 |
+			sed 's/^/Output checks: /; s/$/ (every round'"'"'s output identical to the unprotected build)./'
+	else
+		echo "Not run: build it first (\`make check-real\`, or its binaries:"
+		echo "\`make build/real/sqlite/sqlite3-rare build/real/sqlite/sqlite3-plain\`)."
+	fi
 	echo
 	echo "## Tables of run $runs"
 	sed -e '/^## rarewrite benchmark/d' \
