@@ -102,15 +102,12 @@ void rw_seg_make(const struct rw_backend *b, const char *call, void *dst,
 		.region = r, .dst = dst, .src = src, .len = len, .fill = fill};
 }
 
-/*
- * The region found here only picks the backend (whose locks come first);
- * write_one validates the arguments again once it holds them, and uses
- * only that. The arguments themselves stay in registers where the
- * compiler can keep them; what a lock function spills of them is the
- * residual the scribbler measures (SECURITY.md).
- */
-void rw_write_args(const char *call, void *dst, const void *src, size_t len,
-		   int fill)
+/* What rw_write_args() does not do inline: before init, inside a window,
+ * without a write_one, and every abort (rw_region_of() says why). */
+static __attribute__((noinline)) void write_args_slow(const char *call,
+						      void *dst,
+						      const void *src,
+						      size_t len, int fill)
 {
 	const struct rw_region *r = rw_region_of(call, dst, len);
 	const struct rw_backend *b = r->backend;
@@ -128,7 +125,39 @@ void rw_write_args(const char *call, void *dst, const void *src, size_t len,
 	}
 	if (b->dontfork_views)
 		rw_owner_check(call, dst);
-	b->write_one(call, dst, src, len, fill);
+	b->write_one(r, call, dst, src, len, fill);
+}
+
+/*
+ * The arguments arrive in registers and stay there up to the backend's
+ * write_one, a tail call: the region is found inline (rw_region_find()),
+ * the owner checked inline, and no function is called that could save
+ * them on the stack, where another thread rewrites them (scribbler 15a;
+ * rawsys.h). The region found picks the backend (whose locks come first);
+ * write_one checks it again once it holds them.
+ */
+void rw_write_args(const char *call, void *dst, const void *src, size_t len,
+		   int fill)
+{
+	const struct rw_region *r = rw_region_find((uintptr_t)dst, len);
+	const struct rw_backend *b;
+	const volatile uint64_t *token_page;
+
+	if (__builtin_expect(
+		    !r || !__atomic_load_n(&rw_table.initialised, __ATOMIC_ACQUIRE),
+		    0))
+		goto slow;
+	b = r->backend;
+	if (!b->write_one || (rw_window_depth && b == rw_table.backend))
+		goto slow;
+	token_page = rw_table.owner.token_page;
+	if (b->dontfork_views &&
+	    (!token_page || *token_page != rw_table.owner.token))
+		goto slow;
+	b->write_one(r, call, dst, src, len, fill);
+	return;
+slow:
+	write_args_slow(call, dst, src, len, fill);
 }
 
 void rare_write_memcpy(void *dst, const void *src, size_t len)

@@ -16,6 +16,7 @@
 #include "rarewrite.h"
 #include "internal.h"
 #include "memfd_region.h"
+#include "rawsys.h"
 
 /* This backend's ops table (at the end), listed in backends.c. */
 extern const struct rw_backend rw_backend_shadow RW_HIDDEN;
@@ -68,8 +69,9 @@ static void shadow_write(const struct rw_seg *segs, unsigned n)
 }
 
 /* The lock first, then the segment from the arguments (internal.h). */
-static void shadow_write_one(const char *call, void *dst, const void *src,
-			     size_t len, int fill)
+static __attribute__((noinline)) void
+shadow_write_built(const char *call, void *dst, const void *src, size_t len,
+		   int fill)
 {
 	struct rw_seg s;
 	struct alias a;
@@ -80,6 +82,83 @@ static void shadow_write_one(const char *call, void *dst, const void *src,
 	rw_seg_store(&s, a.at);
 	munmap(a.base, a.len);
 	rw_memfd_write_unlock();
+}
+
+static __attribute__((noreturn, noinline)) void
+shadow_refused(const char *call, void *dst, size_t len, long err)
+{
+	if (!err)
+		rw_die(call, dst,
+		       "%zu bytes: the region changed during the write", len);
+	rw_die(call, dst, "cannot map a writable alias: %s",
+	       strerror((int)-err));
+}
+
+/*
+ * An aligned 1, 2, 4 or 8-byte copy, the value loaded before the alias is
+ * mapped: from the core's check to the store through the alias, region,
+ * destination, value and alias stay in registers (rawsys.h: the lock,
+ * the check, mmap(2) and munmap(2) inline), so no callee saves them where
+ * another thread can rewrite them (15a). Other writes build a segment.
+ */
+static void shadow_write_one(const struct rw_region *r, const char *call,
+			     void *dst, const void *src, size_t len, int fill)
+{
+	uintptr_t a = (uintptr_t)dst, first, span;
+	uint64_t v;
+	long base;
+
+	if (!RW_RAWSYS_INLINE || !src ||
+	    (len != 1 && len != 2 && len != 4 && len != 8) || a % len) {
+		shadow_write_built(call, dst, src, len, fill);
+		return;
+	}
+	switch (len) {
+	case 1:
+		v = *(const volatile uint8_t *)src;
+		break;
+	case 2:
+		v = *(const volatile uint16_t *)src;
+		break;
+	case 4:
+		v = *(const volatile uint32_t *)src;
+		break;
+	default:
+		v = *(const volatile uint64_t *)src;
+	}
+	rw_in_register(r);
+	rw_in_register(a);
+	rw_in_register(v);
+	rw_in_register(len);
+	rw_reglock_read(&rw_memfd_lock);
+	if (!rw_region_holds(r, &rw_backend_shadow, a, len)) {
+		rw_reglock_read_unlock(&rw_memfd_lock);
+		shadow_refused(call, dst, len, 0);
+	}
+	span = RW_RAWSYS_PAGE; /* aligned: one page holds it */
+	first = a & ~(span - 1);
+	base = rw_sys6(SYS_mmap, 0, (long)span, PROT_READ | PROT_WRITE,
+		       MAP_SHARED, r->fd, (long)(first - r->start));
+	if (base < 0 && base > -4096) {
+		rw_reglock_read_unlock(&rw_memfd_lock);
+		shadow_refused(call, dst, len, base);
+	}
+	a = (uintptr_t)base + (a - first);
+	switch (len) {
+	case 1:
+		__atomic_store_n((uint8_t *)a, (uint8_t)v, __ATOMIC_RELAXED);
+		break;
+	case 2:
+		__atomic_store_n((uint16_t *)a, (uint16_t)v, __ATOMIC_RELAXED);
+		break;
+	case 4:
+		__atomic_store_n((uint32_t *)a, (uint32_t)v, __ATOMIC_RELAXED);
+		break;
+	default:
+		__atomic_store_n((uint64_t *)a, v, __ATOMIC_RELAXED);
+	}
+	rw_sys(SYS_munmap, base, span, 0);
+	rw_reglock_read_unlock(&rw_memfd_lock);
 }
 
 /* The alias itself is the view; the write lock stays held until unmap so
