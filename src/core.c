@@ -143,9 +143,9 @@ void rw_write_args(const char *call, void *dst, const void *src, size_t len,
 	const struct rw_backend *b;
 	const volatile uint64_t *token_page;
 
-	if (__builtin_expect(
-		    !r || !__atomic_load_n(&rw_table.initialised, __ATOMIC_ACQUIRE),
-		    0))
+	if (__builtin_expect(!r || !__atomic_load_n(&rw_table.initialised,
+						    __ATOMIC_ACQUIRE),
+			     0))
 		goto slow;
 	b = r->backend;
 	if (!b->write_one || (rw_window_depth && b == rw_table.backend))

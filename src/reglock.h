@@ -24,8 +24,8 @@
 #define RW_RL_WAIT 0x80000000u
 #define RW_RL_READERS 0x3fffffffu
 
-static inline __attribute__((always_inline)) void
-reglock_sleep(uint32_t *word, uint32_t seen)
+static inline __attribute__((always_inline)) void reglock_sleep(uint32_t *word,
+								uint32_t seen)
 {
 	uint32_t want = seen | RW_RL_WAIT;
 
@@ -36,11 +36,9 @@ reglock_sleep(uint32_t *word, uint32_t seen)
 			0);
 }
 
-static inline __attribute__((always_inline)) void
-reglock_wake(uint32_t *word)
+static inline __attribute__((always_inline)) void reglock_wake(uint32_t *word)
 {
-	rw_sys6(SYS_futex, (long)word, FUTEX_WAKE_PRIVATE, 0x7fffffff, 0, 0,
-		0);
+	rw_sys6(SYS_futex, (long)word, FUTEX_WAKE_PRIVATE, 0x7fffffff, 0, 0, 0);
 }
 
 static inline __attribute__((always_inline)) void

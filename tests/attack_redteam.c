@@ -353,7 +353,8 @@ ATTACK("14d", segment_region_race,
 	pthread_t w, a;
 
 	if (!table)
-		attack_report(ATTACK_ERROR, "no symbol 'rw_table' in the library");
+		attack_report(ATTACK_ERROR,
+			      "no symbol 'rw_table' in the library");
 	for (size_t off = 0; off < (64u << 10); off += 8) {
 		const struct rw_region *r = (const void *)(table + off);
 

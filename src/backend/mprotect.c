@@ -290,9 +290,10 @@ static void mprotect_write(const struct rw_seg *segs, unsigned n)
 }
 
 /* The lock first, then the segment from the arguments (internal.h). */
-static __attribute__((noinline)) void
-mprotect_write_built(const char *call, void *dst, const void *src,
-		     size_t len, int fill)
+static __attribute__((noinline)) void mprotect_write_built(const char *call,
+							   void *dst,
+							   const void *src,
+							   size_t len, int fill)
 {
 	struct rw_seg s;
 	uintptr_t start;
@@ -390,8 +391,7 @@ mprotect_refused(const char *call, void *dst, size_t len, long err)
  * build a segment.
  */
 static void mprotect_write_one(const struct rw_region *r, const char *call,
-			       void *dst, const void *src, size_t len,
-			       int fill)
+			       void *dst, const void *src, size_t len, int fill)
 {
 	uintptr_t a = (uintptr_t)dst, first, last, piece;
 	uint64_t v;
@@ -429,9 +429,9 @@ static void mprotect_write_one(const struct rw_region *r, const char *call,
 	last = (a - r->start + len + piece - 1) / piece * piece;
 	if (last > r->len)
 		last = r->len;
-	err = flip_store(r->start + first, last - first, a, v, len,
-			 !__atomic_load_n(&control.open_windows,
-					  __ATOMIC_RELAXED));
+	err = flip_store(
+		r->start + first, last - first, a, v, len,
+		!__atomic_load_n(&control.open_windows, __ATOMIC_RELAXED));
 	unlock();
 	if (err)
 		mprotect_refused(call, dst, len, err);

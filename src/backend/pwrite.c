@@ -147,8 +147,8 @@ static void pwrite_write(const struct rw_seg *segs, unsigned n)
 /* The lock first, then the segment from the arguments (internal.h); a
  * fill or a widened write builds it in memory (open, SECURITY.md).
  * Global (hidden) for the x86-64 path below, which jumps here. */
-RW_HIDDEN void pwrite_write_built(const char *call, void *dst,
-				  const void *src, size_t len, int fill);
+RW_HIDDEN void pwrite_write_built(const char *call, void *dst, const void *src,
+				  size_t len, int fill);
 void pwrite_write_built(const char *call, void *dst, const void *src,
 			size_t len, int fill)
 {

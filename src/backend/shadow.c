@@ -69,9 +69,10 @@ static void shadow_write(const struct rw_seg *segs, unsigned n)
 }
 
 /* The lock first, then the segment from the arguments (internal.h). */
-static __attribute__((noinline)) void
-shadow_write_built(const char *call, void *dst, const void *src, size_t len,
-		   int fill)
+static __attribute__((noinline)) void shadow_write_built(const char *call,
+							 void *dst,
+							 const void *src,
+							 size_t len, int fill)
 {
 	struct rw_seg s;
 	struct alias a;
@@ -83,6 +84,67 @@ shadow_write_built(const char *call, void *dst, const void *src, size_t len,
 	munmap(a.base, a.len);
 	rw_memfd_write_unlock();
 }
+
+#if RW_RAWSYS_INLINE
+/*
+ * Map a writable alias of the page at @off of @fd, store the @len low
+ * bytes of @v at @at in it in one store, unmap it: one asm block, so the
+ * alias and the offset cannot be spilled to the stack in between (a
+ * zeroed base would leave the alias mapped). 0 or -errno.
+ */
+static inline __attribute__((always_inline)) long
+alias_store(long fd, uintptr_t off, uintptr_t at, uint64_t v, size_t len)
+{
+	long err;
+
+	__asm__ volatile(
+		"xor %%edi, %%edi\n\t"
+		"mov %[page], %%esi\n\t"
+		"mov %[prot], %%edx\n\t"
+		"mov %[shared], %%r10d\n\t"
+		"mov %[fd], %%r8\n\t"
+		"mov %[off], %%r9\n\t"
+		"mov %[nr_mmap], %%eax\n\t"
+		"syscall\n\t"
+		"cmp $-4095, %%rax\n\t"
+		"jae 9f\n\t"
+		"mov %%rax, %%rdi\n\t"
+		"add %[at], %%rax\n\t"
+		"cmp $8, %[len]\n\t"
+		"jne 2f\n\t"
+		"mov %[v], (%%rax)\n\t"
+		"jmp 5f\n"
+		"2:\tcmp $4, %[len]\n\t"
+		"jne 3f\n\t"
+		"movl %k[v], (%%rax)\n\t"
+		"jmp 5f\n"
+		"3:\tcmp $2, %[len]\n\t"
+		"jne 4f\n\t"
+		"movw %w[v], (%%rax)\n\t"
+		"jmp 5f\n"
+		"4:\tmovb %b[v], (%%rax)\n"
+		"5:\tmov %[page], %%esi\n\t"
+		"mov %[nr_munmap], %%eax\n\t"
+		"syscall\n\t"
+		"xor %%eax, %%eax\n"
+		"9:"
+		: "=&a"(err)
+		: [fd] "r"(fd), [off] "r"(off), [at] "r"(at), [v] "r"(v),
+		  [len] "r"(len), [page] "i"(RW_RAWSYS_PAGE),
+		  [prot] "i"(PROT_READ | PROT_WRITE), [shared] "i"(MAP_SHARED),
+		  [nr_mmap] "i"(SYS_mmap), [nr_munmap] "i"(SYS_munmap)
+		: "rdi", "rsi", "rdx", "r10", "r8", "r9", "rcx", "r11",
+		  "memory", "cc");
+	return err;
+}
+#else
+static long alias_store(long fd, uintptr_t off, uintptr_t at, uint64_t v,
+			size_t len)
+{
+	(void)fd, (void)off, (void)at, (void)v, (void)len;
+	return -ENOSYS; /* never called: RW_RAWSYS_INLINE is 0 */
+}
+#endif
 
 static __attribute__((noreturn, noinline)) void
 shadow_refused(const char *call, void *dst, size_t len, long err)
@@ -104,9 +166,9 @@ shadow_refused(const char *call, void *dst, size_t len, long err)
 static void shadow_write_one(const struct rw_region *r, const char *call,
 			     void *dst, const void *src, size_t len, int fill)
 {
-	uintptr_t a = (uintptr_t)dst, first, span;
+	uintptr_t a = (uintptr_t)dst, first;
 	uint64_t v;
-	long base;
+	long err;
 
 	if (!RW_RAWSYS_INLINE || !src ||
 	    (len != 1 && len != 2 && len != 4 && len != 8) || a % len) {
@@ -135,30 +197,11 @@ static void shadow_write_one(const struct rw_region *r, const char *call,
 		rw_reglock_read_unlock(&rw_memfd_lock);
 		shadow_refused(call, dst, len, 0);
 	}
-	span = RW_RAWSYS_PAGE; /* aligned: one page holds it */
-	first = a & ~(span - 1);
-	base = rw_sys6(SYS_mmap, 0, (long)span, PROT_READ | PROT_WRITE,
-		       MAP_SHARED, r->fd, (long)(first - r->start));
-	if (base < 0 && base > -4096) {
-		rw_reglock_read_unlock(&rw_memfd_lock);
-		shadow_refused(call, dst, len, base);
-	}
-	a = (uintptr_t)base + (a - first);
-	switch (len) {
-	case 1:
-		__atomic_store_n((uint8_t *)a, (uint8_t)v, __ATOMIC_RELAXED);
-		break;
-	case 2:
-		__atomic_store_n((uint16_t *)a, (uint16_t)v, __ATOMIC_RELAXED);
-		break;
-	case 4:
-		__atomic_store_n((uint32_t *)a, (uint32_t)v, __ATOMIC_RELAXED);
-		break;
-	default:
-		__atomic_store_n((uint64_t *)a, v, __ATOMIC_RELAXED);
-	}
-	rw_sys(SYS_munmap, base, span, 0);
+	first = a & ~(RW_RAWSYS_PAGE - 1);
+	err = alias_store(r->fd, first - r->start, a - first, v, len);
 	rw_reglock_read_unlock(&rw_memfd_lock);
+	if (err)
+		shadow_refused(call, dst, len, err);
 }
 
 /* The alias itself is the view; the write lock stays held until unmap so
