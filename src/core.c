@@ -457,6 +457,20 @@ static int backend_use(const struct rw_backend *b)
 	return err;
 }
 
+/* Abort unless @r is a free slot of the table: a pointer to a slot that a
+ * call may have saved on the stack, checked right before its use. */
+static inline __attribute__((always_inline)) void
+slot_freed(const struct rw_region *r)
+{
+	uintptr_t at = (uintptr_t)r - (uintptr_t)rw_table.regions;
+
+	if (at >= sizeof(rw_table.regions) || at % sizeof(*r) ||
+	    __atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) != RW_REGION_FREE)
+		rw_die("rare_pool", r,
+		       "a region slot changed under the call (a store into "
+		       "the caller's stack?)");
+}
+
 /*
  * The record create() filled sits on the stack across its system calls,
  * where another thread can rewrite it (the scribbler, 15d): the backend,
@@ -530,6 +544,7 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 		goto out;
 	created_check(&filled, b, len, seal);
 	filled.user_start = filled.start + meta_len;
+	slot_freed(r); /* not moved to a live record meanwhile (15d) */
 	rw_region_commit(r, &filled, RW_REGION_POOL);
 out:
 	pthread_mutex_unlock(&registry_lock);
@@ -562,10 +577,16 @@ void rw_region_destroy(struct rw_region *r)
 		       "not a live pool's record (a store into the caller's "
 		       "stack?)");
 	TABLE_SET(r->kind, RW_REGION_FREE); /* lookups stop matching first */
+	/* @r came back from TABLE_SET()'s callees, which may have saved it
+	 * on the stack: the slot just freed, or another thread moved it to a
+	 * live record (the section's: destroy would unmap or punch it). Each
+	 * check right before the use, no call in between (15d). */
+	slot_freed(r);
 	if (r->protected_)
 		r->backend->destroy(r);
 	else /* created before init: still plain memory */
 		munmap((void *)r->start, r->len);
+	slot_freed(r);
 	rw_table_store(r, &(struct rw_region){.kind = RW_REGION_FREE, .fd = -1},
 		       sizeof(*r));
 	pthread_mutex_unlock(&registry_lock);
