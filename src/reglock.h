@@ -56,11 +56,19 @@ rw_reglock_read(uint32_t *word)
 	}
 }
 
+/* A word that counts no reader was released by a store: nothing to
+ * release (a count wrapped below zero would keep everyone out). */
 static inline __attribute__((always_inline)) void
 rw_reglock_read_unlock(uint32_t *word)
 {
-	uint32_t v = __atomic_sub_fetch(word, 1, __ATOMIC_RELEASE);
+	uint32_t v = __atomic_load_n(word, __ATOMIC_RELAXED);
 
+	do
+		if (!(v & RW_RL_READERS))
+			return;
+	while (!__atomic_compare_exchange_n(
+		word, &v, v - 1, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	v--;
 	if (!(v & RW_RL_READERS) && (v & RW_RL_WAIT) &&
 	    (__atomic_fetch_and(word, ~RW_RL_WAIT, __ATOMIC_RELAXED) &
 	     RW_RL_WAIT))
