@@ -15,6 +15,7 @@
 #include "rawsys.h"
 #include "reglock.h"
 #include "table.h"
+#include "region_find.h"
 
 /* A lock word (reglock.h), taken exclusive without a function call. */
 static uint32_t add_lock;

@@ -25,6 +25,7 @@
 #include "internal.h"
 #include "critical.h"
 #include "table.h"
+#include "region_find.h"
 
 /* Serialises init, region creation and destruction, and fork. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -16,6 +16,7 @@
 #define RAREWRITE_REGLOCK_H
 
 #include <linux/futex.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "rawsys.h"

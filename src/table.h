@@ -91,26 +91,6 @@ RW_HIDDEN extern struct rw_table rw_table;
  * table is mapped writable. */
 RW_HIDDEN extern bool rw_table_open_in_child;
 
-/* The live region that holds [a, a + len) where callers may write, or
- * NULL; inline, no function call: the write path keeps its arguments in
- * registers up to the backend (rawsys.h). */
-static inline __attribute__((always_inline)) const struct rw_region *
-rw_region_find(uintptr_t a, size_t len)
-{
-	unsigned nr = __atomic_load_n(&rw_table.nr_regions, __ATOMIC_ACQUIRE);
-	const struct rw_region *r;
-
-	for (r = rw_table.regions; r < rw_table.regions + nr; r++)
-		if (__atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) !=
-			    RW_REGION_FREE &&
-		    a >= r->start && a - r->start < r->len)
-			return a >= r->user_start &&
-					       len <= r->start + r->len - a
-				       ? r
-				       : NULL;
-	return NULL;
-}
-
 /* Store into the table: plainly before it is sealed (init, or the fork
  * child's private copy), else through its memfd. */
 RW_HIDDEN void rw_table_store(void *dst, const void *src, size_t len);
