@@ -26,10 +26,13 @@
 #include "critical.h"
 #include "table.h"
 #include "region_find.h"
+#include "rawsys.h"
+#include "reglock.h"
 
 /* Serialises init, region creation and destruction, and fork. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A lock word (reglock.h): rare_write_map() takes it without a call. */
+static uint32_t maps_lock;
 static pthread_mutex_t nested_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
@@ -319,29 +322,88 @@ void rare_write_end(void)
  */
 static unsigned long next_token = 1;
 
-static void maps_insert(struct rare_write_mapping *m, bool backend)
+/* The request of the map in progress (maps_lock held), read from the
+ * table at each use. */
+#define REQ_ADDR                                                               \
+	((uintptr_t)__atomic_load_n(&rw_table.map_request.addr,                \
+				    __ATOMIC_RELAXED))
+#define REQ_LEN                                                                \
+	((size_t)__atomic_load_n(&rw_table.map_request.len, __ATOMIC_RELAXED))
+
+/*
+ * Record @addr and @len as the map in progress, maps_lock held: through
+ * the vault's memfd, then compared with @addr and @len, which never left
+ * their registers (no function call in between: pwrite(2) is made inline,
+ * from a copy the asm pushes below the red zone; a store into that copy
+ * before the kernel reads it is caught by the compare). Before the seal,
+ * or in the fork child, the table is plain memory.
+ */
+static inline __attribute__((always_inline)) void
+map_request_put(uintptr_t addr, size_t len)
 {
-	uintptr_t start = (uintptr_t)m->target, end = start + m->len;
-	struct open_map *slot = NULL;
+	long bad = 0;
 
-	pthread_mutex_lock(&maps_lock);
-	for (size_t i = 0; i < rw_table.nr_maps; i++) {
-		const struct open_map *o = &rw_table.maps[i];
+	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
+	    !RW_RAWSYS_INLINE) {
+		struct rw_region_request {
+			uint64_t addr, len;
+		} req = {addr, len};
 
-		if (!o->token) {
-			if (!slot)
-				slot = &rw_table.maps[i];
-		} else if (start < o->end && o->start < end) {
-			pthread_mutex_unlock(&maps_lock);
-			rw_die("rare_write_map", m->target,
-			       "overlaps the open map %p+%zu", (void *)o->start,
-			       (size_t)(o->end - o->start));
-		}
+		rw_table_store(&rw_table.map_request, &req, sizeof(req));
+		return;
 	}
+#if RW_RAWSYS_INLINE
+	__asm__ volatile(
+		"sub $128, %%rsp\n\t" /* the red zone */
+		"push %[len]\n\t"
+		"push %[addr]\n\t"
+		"mov %k[fd], %%edi\n\t"
+		"mov %%rsp, %%rsi\n\t"
+		"mov $16, %%edx\n\t"
+		"mov %[off], %%r10\n\t"
+		"mov %[nr], %%eax\n\t"
+		"syscall\n\t"
+		"add $144, %%rsp\n\t"
+		"cmp $16, %%rax\n\t"
+		"jne 1f\n\t"
+		"xor %%eax, %%eax\n\t"
+		"cmp %[addr], (%[at])\n\t"
+		"jne 1f\n\t"
+		"cmp %[len], 8(%[at])\n\t"
+		"je 2f\n"
+		"1:\tmov $1, %%eax\n"
+		"2:"
+		: "=&a"(bad)
+		: [fd] "r"((long)rw_table.vault_fd),
+		  [at] "r"(&rw_table.map_request),
+		  [off] "r"((long)((char *)&rw_table.map_request -
+				   (char *)&rw_table)),
+		  [addr] "r"(addr), [len] "r"(len), [nr] "i"(SYS_pwrite64)
+		: "rdi", "rsi", "rdx", "r10", "rcx", "r11", "memory", "cc");
+#endif
+	if (bad)
+		rw_die("rare_write_map", (void *)addr,
+		       "the map's request changed on its way to the table (a "
+		       "store into the caller's stack?)");
+}
+
+/* Record the map in progress (the request, @view, a token) in a slot,
+ * then check the slot against the request: both in the table, so a store
+ * into the record's copy on the stack is caught. maps_lock held. */
+static unsigned long maps_insert(uintptr_t view, bool backend)
+{
+	struct open_map *slot = NULL;
+	unsigned long token;
+
+	for (size_t i = 0; i < rw_table.nr_maps; i++)
+		if (!rw_table.maps[i].token) {
+			slot = &rw_table.maps[i];
+			break;
+		}
 	if (!slot) {
 		if (rw_table.nr_maps == RW_MAX_MAPS) {
-			pthread_mutex_unlock(&maps_lock);
-			rw_die("rare_write_map", m->target,
+			rw_reglock_write_unlock(&maps_lock);
+			rw_die("rare_write_map", (void *)REQ_ADDR,
 			       "more than %d maps open at once", RW_MAX_MAPS);
 		}
 		slot = &rw_table.maps[rw_table.nr_maps];
@@ -350,12 +412,17 @@ static void maps_insert(struct rare_write_mapping *m, bool backend)
 	/* Tokens only tell handles of the same range apart; 0 is free. */
 	if (!next_token)
 		next_token = 1;
-	m->token = next_token++;
+	token = next_token++;
 	rw_table_store(slot,
-		       &(struct open_map){start, end, (uintptr_t)m->addr,
-					  m->token, backend},
+		       &(struct open_map){REQ_ADDR, REQ_ADDR + REQ_LEN, view,
+					  token, backend},
 		       sizeof(*slot));
-	pthread_mutex_unlock(&maps_lock);
+	if (slot->start != REQ_ADDR || slot->end != REQ_ADDR + REQ_LEN ||
+	    !slot->token)
+		rw_die("rare_write_map", (void *)REQ_ADDR,
+		       "the map's record changed on its way to the table (a "
+		       "store into the caller's stack?)");
+	return slot->token;
 }
 
 /* Forget the open map @m: its record, copied from the table, in @rec. The
@@ -364,7 +431,7 @@ static void maps_insert(struct rare_write_mapping *m, bool backend)
 static void maps_remove(const struct rare_write_mapping *m,
 			struct open_map *rec)
 {
-	pthread_mutex_lock(&maps_lock);
+	rw_reglock_write(&maps_lock);
 	for (size_t i = 0; i < rw_table.nr_maps; i++) {
 		const struct open_map *o = &rw_table.maps[i];
 
@@ -374,11 +441,11 @@ static void maps_remove(const struct rare_write_mapping *m,
 		    o->view == (uintptr_t)m->addr) {
 			*rec = *o;
 			TABLE_SET(rw_table.maps[i].token, 0UL);
-			pthread_mutex_unlock(&maps_lock);
+			rw_reglock_write_unlock(&maps_lock);
 			return;
 		}
 	}
-	pthread_mutex_unlock(&maps_lock);
+	rw_reglock_write_unlock(&maps_lock);
 	rw_die("rare_write_unmap", m->target, "not an open map");
 }
 
@@ -391,38 +458,73 @@ static bool maps_open(void)
 	return false;
 }
 
+/*
+ * The address and length arrive in registers and go into the table first
+ * (map_request_put(), under maps_lock taken inline, no function call
+ * before): every step after that, the region's lookup, the backend's map
+ * and the record, reads them from there, never from a variable a callee
+ * may have saved on the stack (the scribbler, 15e). maps_lock stays held
+ * until the record is in (the lock order of fork_prepare(): maps_lock
+ * before the backends' locks).
+ */
 struct rare_write_mapping rare_write_map(void *addr, size_t len)
 {
-	struct rare_write_mapping m = {.target = addr, .len = len};
+	struct rare_write_mapping m;
 	struct rw_region *r;
 	bool protected_;
+	uintptr_t view;
+	unsigned long token;
 
 	fork_check("rare_write_map"); /* a redirected at-fork hook */
 	if (!len)
 		rw_die("rare_write_map", addr, "zero length");
-	r = rw_region_of("rare_write_map", addr, len);
-	pthread_mutex_lock(&maps_lock);
+	rw_reglock_write(&maps_lock);
+	map_request_put((uintptr_t)addr, len);
+	r = rw_region_lookup((void *)REQ_ADDR);
+	if (!r || REQ_ADDR < r->user_start ||
+	    REQ_LEN > r->start + r->len - REQ_ADDR) {
+		rw_reglock_write_unlock(&maps_lock);
+		rw_region_of("rare_write_map", (void *)REQ_ADDR, REQ_LEN);
+	}
 	for (size_t i = 0; i < rw_table.nr_maps; i++) {
 		const struct open_map *o = &rw_table.maps[i];
 
-		if (o->token && (uintptr_t)addr < o->end &&
-		    o->start < (uintptr_t)addr + len) {
-			pthread_mutex_unlock(&maps_lock);
-			rw_die("rare_write_map", addr,
+		if (o->token && REQ_ADDR < o->end &&
+		    o->start < REQ_ADDR + REQ_LEN) {
+			rw_reglock_write_unlock(&maps_lock);
+			rw_die("rare_write_map", (void *)REQ_ADDR,
 			       "overlaps the open map %p+%zu", (void *)o->start,
 			       (size_t)(o->end - o->start));
 		}
 	}
-	pthread_mutex_unlock(&maps_lock);
 	/* A region not protected yet is plain memory: its own address is
 	 * the view. The record says which, for unmap: a seal or init
 	 * between the two must not make unmap release a view the backend
 	 * never handed out (init refuses while a map is open). */
 	protected_ = __atomic_load_n(&r->protected_, __ATOMIC_ACQUIRE);
 	if (protected_ && r->backend->dontfork_views)
-		rw_owner_check("rare_write_map", addr);
-	m.addr = protected_ ? r->backend->map(r, addr, len) : addr;
-	maps_insert(&m, protected_);
+		rw_owner_check("rare_write_map", (void *)REQ_ADDR);
+	view = REQ_ADDR;
+	if (protected_) {
+		/* Found again from the request: @r came back through the
+		 * callees above. */
+		r = rw_region_lookup((void *)REQ_ADDR);
+		view = (uintptr_t)r->backend->map(r, (void *)REQ_ADDR, REQ_LEN);
+		/* A view in place is the address itself: from the table,
+		 * not from what came back through the backend's callees. */
+		r = rw_region_lookup((void *)REQ_ADDR);
+		if (r->backend->map_in_place)
+			view = REQ_ADDR;
+	}
+	token = maps_insert(view, protected_);
+	m = (struct rare_write_mapping){.addr = (void *)view,
+					.target = (void *)REQ_ADDR,
+					.len = REQ_LEN,
+					.token = token};
+	if (protected_ &&
+	    rw_region_lookup((void *)REQ_ADDR)->backend->map_in_place)
+		m.addr = m.target;
+	rw_reglock_write_unlock(&maps_lock);
 	return m;
 }
 
@@ -699,7 +801,7 @@ static void fork_prepare(void)
 	int p[2];
 
 	pthread_mutex_lock(&registry_lock);
-	pthread_mutex_lock(&maps_lock);
+	rw_reglock_write(&maps_lock);
 	pthread_mutex_lock(&nested_lock);
 	FOR_EACH_FORK_HOOK(fork_prepare);
 	if (pipe2(p, O_CLOEXEC))
@@ -723,7 +825,7 @@ static void fork_parent(void)
 	TABLE_SET(rw_table.fork_pipe[1], -1);
 	FOR_EACH_FORK_HOOK(fork_parent);
 	pthread_mutex_unlock(&nested_lock);
-	pthread_mutex_unlock(&maps_lock);
+	rw_reglock_write_unlock(&maps_lock);
 	pthread_mutex_unlock(&registry_lock);
 }
 
@@ -798,7 +900,7 @@ static void fork_child(void)
 		rw_table_open_in_child = false;
 	}
 	pthread_mutex_init(&nested_lock, NULL);
-	pthread_mutex_init(&maps_lock, NULL);
+	__atomic_store_n(&maps_lock, 0, __ATOMIC_RELAXED);
 	pthread_mutex_init(&registry_lock, NULL);
 }
 
@@ -1011,10 +1113,10 @@ static int table_seal(const char *call)
 	if (rw_vault_sealed(rw_table.vault_fd, &rw_table, sizeof(rw_table)))
 		return 0;
 	table_check(call);
-	pthread_mutex_lock(&maps_lock); /* no plain store races the copy */
+	rw_reglock_write(&maps_lock); /* no plain store races the copy */
 	rw_owner_claim(&rw_table.owner);
 	err = rw_vault_create(&rw_table, sizeof(rw_table), &rw_table.vault_fd);
-	pthread_mutex_unlock(&maps_lock);
+	rw_reglock_write_unlock(&maps_lock);
 	if (err)
 		rw_say(call, "cannot protect the region table: %s",
 		       strerror(-err));
@@ -1255,7 +1357,7 @@ int rare_write_init_caps(unsigned need_caps)
 	 * the backend release a view it never handed out, as a window opened
 	 * before init would close one it never opened: refuse both. No map
 	 * opens until init is done (maps_lock). */
-	pthread_mutex_lock(&maps_lock);
+	rw_reglock_write(&maps_lock);
 	err = maps_open() ? -EBUSY : protect_regions("rare_write_init", NULL);
 	if (!err) {
 		__atomic_thread_fence(__ATOMIC_RELEASE);
@@ -1263,7 +1365,7 @@ int rare_write_init_caps(unsigned need_caps)
 	} else if (b) {
 		TABLE_SET(rw_table.backend, NULL);
 	}
-	pthread_mutex_unlock(&maps_lock);
+	rw_reglock_write_unlock(&maps_lock);
 	if (err == -EBUSY)
 		rw_die("rare_write_init", NULL,
 		       "called while a rare_write_map() is open");

@@ -64,6 +64,9 @@ struct rw_backend {
 	/* Changes its pages' protection on every write, so its views cannot
 	 * be mseal()ed (mprotect). */
 	bool flips_pages;
+	/* map's view is the address itself (mprotect, pkey): the core takes
+	 * it from its record of the request, not from map's return. */
+	bool map_in_place;
 
 	/* Probe the machine and set up process-wide state: 0 or -errno. */
 	int (*setup)(void);

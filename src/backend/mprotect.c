@@ -628,6 +628,7 @@ static void mprotect_fork_child(void)
 const struct rw_backend rw_backend_mprotect = {
 	.name = "mprotect",
 	.flips_pages = true,
+	.map_in_place = true,
 	.caps = RARE_WRITE_CAP_BEGIN_END,
 	.setup = mprotect_setup,
 	.adopt = mprotect_adopt,
