@@ -425,30 +425,6 @@ static unsigned long maps_insert(uintptr_t view, bool backend)
 	return slot->token;
 }
 
-/* Forget the open map @m: its record, copied from the table, in @rec. The
- * handle is the caller's, in memory any thread can store to: only the
- * table's record says which view to release (the scribbler, 15e). */
-static void maps_remove(const struct rare_write_mapping *m,
-			struct open_map *rec)
-{
-	rw_reglock_write(&maps_lock);
-	for (size_t i = 0; i < rw_table.nr_maps; i++) {
-		const struct open_map *o = &rw_table.maps[i];
-
-		if (o->token && o->token == m->token &&
-		    o->start == (uintptr_t)m->target &&
-		    o->end == (uintptr_t)m->target + m->len &&
-		    o->view == (uintptr_t)m->addr) {
-			*rec = *o;
-			TABLE_SET(rw_table.maps[i].token, 0UL);
-			rw_reglock_write_unlock(&maps_lock);
-			return;
-		}
-	}
-	rw_reglock_write_unlock(&maps_lock);
-	rw_die("rare_write_unmap", m->target, "not an open map");
-}
-
 /* Whether a rare_write_map() is open; maps_lock held. */
 static bool maps_open(void)
 {
@@ -528,19 +504,55 @@ struct rare_write_mapping rare_write_map(void *addr, size_t len)
 	return m;
 }
 
+/* The record of the unmap in progress: its slot's index was put into the
+ * request (maps_lock held). */
+#define UNMAP_REC (&rw_table.maps[REQ_ADDR])
+
+/*
+ * The handle is the caller's, in memory any thread can store to: only the
+ * table's record says which view to release and where it goes (15e). The
+ * slot found, its index and token go into the table's request (the
+ * index never left a register since the loop), and every step after that
+ * reads the record there, not a copy a callee may have saved; the slot is
+ * freed last, maps_lock held throughout (the order of fork_prepare():
+ * maps_lock before the backends' locks).
+ */
 void rare_write_unmap(struct rare_write_mapping m)
 {
-	struct open_map rec;
 	struct rw_region *r;
+	size_t i;
 
 	rw_region_of("rare_write_unmap", m.target, m.len);
-	maps_remove(&m, &rec);
-	/* From here on only the table's record: after the lock wait. */
-	r = rw_region_of("rare_write_unmap", (void *)rec.start,
-			 rec.end - rec.start);
-	if (rec.backend)
-		r->backend->unmap(r, (void *)rec.view, (void *)rec.start,
-				  rec.end - rec.start);
+	rw_reglock_write(&maps_lock);
+	for (i = 0; i < rw_table.nr_maps; i++) {
+		const struct open_map *o = &rw_table.maps[i];
+
+		if (o->token && o->token == m.token &&
+		    o->start == (uintptr_t)m.target &&
+		    o->end == (uintptr_t)m.target + m.len &&
+		    o->view == (uintptr_t)m.addr)
+			break;
+	}
+	if (i == rw_table.nr_maps) {
+		rw_reglock_write_unlock(&maps_lock);
+		rw_die("rare_write_unmap", m.target, "not an open map");
+	}
+	map_request_put(i, rw_table.maps[i].token);
+	if (REQ_ADDR >= rw_table.nr_maps || !UNMAP_REC->token ||
+	    UNMAP_REC->token != REQ_LEN)
+		rw_die("rare_write_unmap", m.target, "not an open map");
+	r = rw_region_of("rare_write_unmap", (void *)UNMAP_REC->start,
+			 UNMAP_REC->end - UNMAP_REC->start);
+	if (UNMAP_REC->backend) {
+		/* Found again from the record: @r came back through the
+		 * callee above. */
+		r = rw_region_lookup((void *)UNMAP_REC->start);
+		r->backend->unmap(r, (void *)UNMAP_REC->view,
+				  (void *)UNMAP_REC->start,
+				  UNMAP_REC->end - UNMAP_REC->start);
+	}
+	TABLE_SET(UNMAP_REC->token, 0UL);
+	rw_reglock_write_unlock(&maps_lock);
 }
 
 static int backend_use(const struct rw_backend *b)
