@@ -7,14 +7,18 @@
  * lock, so concurrent updates all land; readers see old or new, never a
  * mix.
  */
-#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 
 #include "rarewrite.h"
 #include "internal.h"
+#include "rawsys.h"
+#include "reglock.h"
+#include "table.h"
+#include "region_find.h"
 
-static pthread_mutex_t add_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A lock word (reglock.h), taken exclusive without a function call. */
+static uint32_t add_lock;
 
 enum rmw_op { RMW_ADD, RMW_OR, RMW_AND };
 
@@ -31,7 +35,20 @@ static unsigned long long apply(enum rmw_op op, unsigned long long v,
 	}
 }
 
-/* *@dst = *@dst @op @operand, under add_lock: the new value. */
+/* Every signal but the two the C library keeps for itself (SIGCANCEL and
+ * SIGSETXID, 32 and 33), as pthread_sigmask() would block them. */
+static const uint64_t all_signals = ~0ULL & ~(3ULL << 31);
+
+/*
+ * *@dst = *@dst @op @operand, under add_lock: the new value. From the
+ * check to the write (rw_write_args(), which keeps them in registers up to
+ * the system call) the destination and size stay in registers: the region
+ * is found inline, signals are blocked and the lock taken without a
+ * function call, since a callee saves registers where another thread
+ * rewrites them (scribbler 15b). The new value is passed in memory (@n,
+ * this frame): a store there between the load below and the backend's
+ * load changes the value added, never where it goes (SECURITY.md).
+ */
 static unsigned long long rmw(const char *call, void *dst, size_t size,
 			      enum rmw_op op, unsigned long long operand)
 {
@@ -42,16 +59,17 @@ static unsigned long long rmw(const char *call, void *dst, size_t size,
 		uint32_t u32;
 		uint64_t u64;
 	} n;
-	sigset_t all, saved;
+	uint64_t saved;
 
 	if (size != 1 && size != 2 && size != 4 && size != 8)
 		rw_die(call, dst, "%zu-byte object: integers only", size);
-	rw_region_of(call, dst, size);
+	if (!rw_region_find((uintptr_t)dst, size))
+		rw_region_of(call, dst, size); /* aborts, saying why */
 	/* A handler's own update on this thread must not find the lock
 	 * held. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &saved);
-	pthread_mutex_lock(&add_lock);
+	rw_sys6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all_signals, (long)&saved,
+		sizeof(saved), 0, 0);
+	rw_reglock_write(&add_lock);
 	switch (size) {
 	case 1:
 		v = apply(op, *(const volatile uint8_t *)dst, operand);
@@ -70,8 +88,9 @@ static unsigned long long rmw(const char *call, void *dst, size_t size,
 		n.u64 = v;
 	}
 	rw_write_args(call, dst, &n, size, 0);
-	pthread_mutex_unlock(&add_lock);
-	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	rw_reglock_write_unlock(&add_lock);
+	rw_sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&saved, 0, sizeof(saved),
+		0, 0);
 	return v;
 }
 

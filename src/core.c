@@ -25,10 +25,14 @@
 #include "internal.h"
 #include "critical.h"
 #include "table.h"
+#include "region_find.h"
+#include "rawsys.h"
+#include "reglock.h"
 
 /* Serialises init, region creation and destruction, and fork. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A lock word (reglock.h): rare_write_map() takes it without a call. */
+static uint32_t maps_lock;
 static pthread_mutex_t nested_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
@@ -102,15 +106,12 @@ void rw_seg_make(const struct rw_backend *b, const char *call, void *dst,
 		.region = r, .dst = dst, .src = src, .len = len, .fill = fill};
 }
 
-/*
- * The region found here only picks the backend (whose locks come first);
- * write_one validates the arguments again once it holds them, and uses
- * only that. The arguments themselves stay in registers where the
- * compiler can keep them; what a lock function spills of them is the
- * residual the scribbler measures (SECURITY.md).
- */
-void rw_write_args(const char *call, void *dst, const void *src, size_t len,
-		   int fill)
+/* What rw_write_args() does not do inline: before init, inside a window,
+ * without a write_one, and every abort (rw_region_of() says why). */
+static __attribute__((noinline)) void write_args_slow(const char *call,
+						      void *dst,
+						      const void *src,
+						      size_t len, int fill)
 {
 	const struct rw_region *r = rw_region_of(call, dst, len);
 	const struct rw_backend *b = r->backend;
@@ -128,7 +129,39 @@ void rw_write_args(const char *call, void *dst, const void *src, size_t len,
 	}
 	if (b->dontfork_views)
 		rw_owner_check(call, dst);
-	b->write_one(call, dst, src, len, fill);
+	b->write_one(r, call, dst, src, len, fill);
+}
+
+/*
+ * The arguments arrive in registers and stay there up to the backend's
+ * write_one, a tail call: the region is found inline (rw_region_find()),
+ * the owner checked inline, and no function is called that could save
+ * them on the stack, where another thread rewrites them (scribbler 15a;
+ * rawsys.h). The region found picks the backend (whose locks come first);
+ * write_one checks it again once it holds them.
+ */
+void rw_write_args(const char *call, void *dst, const void *src, size_t len,
+		   int fill)
+{
+	const struct rw_region *r = rw_region_find((uintptr_t)dst, len);
+	const struct rw_backend *b;
+	const volatile uint64_t *token_page;
+
+	if (__builtin_expect(!r || !__atomic_load_n(&rw_table.initialised,
+						    __ATOMIC_ACQUIRE),
+			     0))
+		goto slow;
+	b = r->backend;
+	if (!b->write_one || (rw_window_depth && b == rw_table.backend))
+		goto slow;
+	token_page = rw_table.owner.token_page;
+	if (b->dontfork_views &&
+	    (!token_page || *token_page != rw_table.owner.token))
+		goto slow;
+	b->write_one(r, call, dst, src, len, fill);
+	return;
+slow:
+	write_args_slow(call, dst, src, len, fill);
 }
 
 void rare_write_memcpy(void *dst, const void *src, size_t len)
@@ -289,29 +322,88 @@ void rare_write_end(void)
  */
 static unsigned long next_token = 1;
 
-static void maps_insert(struct rare_write_mapping *m, bool backend)
+/* The request of the map in progress (maps_lock held), read from the
+ * table at each use. */
+#define REQ_ADDR                                                               \
+	((uintptr_t)__atomic_load_n(&rw_table.map_request.addr,                \
+				    __ATOMIC_RELAXED))
+#define REQ_LEN                                                                \
+	((size_t)__atomic_load_n(&rw_table.map_request.len, __ATOMIC_RELAXED))
+
+/*
+ * Record @addr and @len as the map in progress, maps_lock held: through
+ * the vault's memfd, then compared with @addr and @len, which never left
+ * their registers (no function call in between: pwrite(2) is made inline,
+ * from a copy the asm pushes below the red zone; a store into that copy
+ * before the kernel reads it is caught by the compare). Before the seal,
+ * or in the fork child, the table is plain memory.
+ */
+static inline __attribute__((always_inline)) void
+map_request_put(uintptr_t addr, size_t len)
 {
-	uintptr_t start = (uintptr_t)m->target, end = start + m->len;
-	struct open_map *slot = NULL;
+	long bad = 0;
 
-	pthread_mutex_lock(&maps_lock);
-	for (size_t i = 0; i < rw_table.nr_maps; i++) {
-		const struct open_map *o = &rw_table.maps[i];
+	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
+	    !RW_RAWSYS_INLINE) {
+		struct rw_region_request {
+			uint64_t addr, len;
+		} req = {addr, len};
 
-		if (!o->token) {
-			if (!slot)
-				slot = &rw_table.maps[i];
-		} else if (start < o->end && o->start < end) {
-			pthread_mutex_unlock(&maps_lock);
-			rw_die("rare_write_map", m->target,
-			       "overlaps the open map %p+%zu", (void *)o->start,
-			       (size_t)(o->end - o->start));
-		}
+		rw_table_store(&rw_table.map_request, &req, sizeof(req));
+		return;
 	}
+#if RW_RAWSYS_INLINE
+	__asm__ volatile(
+		"sub $128, %%rsp\n\t" /* the red zone */
+		"push %[len]\n\t"
+		"push %[addr]\n\t"
+		"mov %k[fd], %%edi\n\t"
+		"mov %%rsp, %%rsi\n\t"
+		"mov $16, %%edx\n\t"
+		"mov %[off], %%r10\n\t"
+		"mov %[nr], %%eax\n\t"
+		"syscall\n\t"
+		"add $144, %%rsp\n\t"
+		"cmp $16, %%rax\n\t"
+		"jne 1f\n\t"
+		"xor %%eax, %%eax\n\t"
+		"cmp %[addr], (%[at])\n\t"
+		"jne 1f\n\t"
+		"cmp %[len], 8(%[at])\n\t"
+		"je 2f\n"
+		"1:\tmov $1, %%eax\n"
+		"2:"
+		: "=&a"(bad)
+		: [fd] "r"((long)rw_table.vault_fd),
+		  [at] "r"(&rw_table.map_request),
+		  [off] "r"((long)((char *)&rw_table.map_request -
+				   (char *)&rw_table)),
+		  [addr] "r"(addr), [len] "r"(len), [nr] "i"(SYS_pwrite64)
+		: "rdi", "rsi", "rdx", "r10", "rcx", "r11", "memory", "cc");
+#endif
+	if (bad)
+		rw_die("rare_write_map", (void *)addr,
+		       "the map's request changed on its way to the table (a "
+		       "store into the caller's stack?)");
+}
+
+/* Record the map in progress (the request, @view, a token) in a slot,
+ * then check the slot against the request: both in the table, so a store
+ * into the record's copy on the stack is caught. maps_lock held. */
+static unsigned long maps_insert(uintptr_t view, bool backend)
+{
+	struct open_map *slot = NULL;
+	unsigned long token;
+
+	for (size_t i = 0; i < rw_table.nr_maps; i++)
+		if (!rw_table.maps[i].token) {
+			slot = &rw_table.maps[i];
+			break;
+		}
 	if (!slot) {
 		if (rw_table.nr_maps == RW_MAX_MAPS) {
-			pthread_mutex_unlock(&maps_lock);
-			rw_die("rare_write_map", m->target,
+			rw_reglock_write_unlock(&maps_lock);
+			rw_die("rare_write_map", (void *)REQ_ADDR,
 			       "more than %d maps open at once", RW_MAX_MAPS);
 		}
 		slot = &rw_table.maps[rw_table.nr_maps];
@@ -320,36 +412,17 @@ static void maps_insert(struct rare_write_mapping *m, bool backend)
 	/* Tokens only tell handles of the same range apart; 0 is free. */
 	if (!next_token)
 		next_token = 1;
-	m->token = next_token++;
+	token = next_token++;
 	rw_table_store(slot,
-		       &(struct open_map){start, end, (uintptr_t)m->addr,
-					  m->token, backend},
+		       &(struct open_map){REQ_ADDR, REQ_ADDR + REQ_LEN, view,
+					  token, backend},
 		       sizeof(*slot));
-	pthread_mutex_unlock(&maps_lock);
-}
-
-/* Forget the open map @m: its record, copied from the table, in @rec. The
- * handle is the caller's, in memory any thread can store to: only the
- * table's record says which view to release (the scribbler, 15e). */
-static void maps_remove(const struct rare_write_mapping *m,
-			struct open_map *rec)
-{
-	pthread_mutex_lock(&maps_lock);
-	for (size_t i = 0; i < rw_table.nr_maps; i++) {
-		const struct open_map *o = &rw_table.maps[i];
-
-		if (o->token && o->token == m->token &&
-		    o->start == (uintptr_t)m->target &&
-		    o->end == (uintptr_t)m->target + m->len &&
-		    o->view == (uintptr_t)m->addr) {
-			*rec = *o;
-			TABLE_SET(rw_table.maps[i].token, 0UL);
-			pthread_mutex_unlock(&maps_lock);
-			return;
-		}
-	}
-	pthread_mutex_unlock(&maps_lock);
-	rw_die("rare_write_unmap", m->target, "not an open map");
+	if (slot->start != REQ_ADDR || slot->end != REQ_ADDR + REQ_LEN ||
+	    !slot->token)
+		rw_die("rare_write_map", (void *)REQ_ADDR,
+		       "the map's record changed on its way to the table (a "
+		       "store into the caller's stack?)");
+	return slot->token;
 }
 
 /* Whether a rare_write_map() is open; maps_lock held. */
@@ -361,54 +434,125 @@ static bool maps_open(void)
 	return false;
 }
 
+/*
+ * The address and length arrive in registers and go into the table first
+ * (map_request_put(), under maps_lock taken inline, no function call
+ * before): every step after that, the region's lookup, the backend's map
+ * and the record, reads them from there, never from a variable a callee
+ * may have saved on the stack (the scribbler, 15e). maps_lock stays held
+ * until the record is in (the lock order of fork_prepare(): maps_lock
+ * before the backends' locks).
+ */
 struct rare_write_mapping rare_write_map(void *addr, size_t len)
 {
-	struct rare_write_mapping m = {.target = addr, .len = len};
+	struct rare_write_mapping m;
 	struct rw_region *r;
 	bool protected_;
+	uintptr_t view;
+	unsigned long token;
 
 	fork_check("rare_write_map"); /* a redirected at-fork hook */
 	if (!len)
 		rw_die("rare_write_map", addr, "zero length");
-	r = rw_region_of("rare_write_map", addr, len);
-	pthread_mutex_lock(&maps_lock);
+	rw_reglock_write(&maps_lock);
+	map_request_put((uintptr_t)addr, len);
+	r = rw_region_lookup((void *)REQ_ADDR);
+	if (!r || REQ_ADDR < r->user_start ||
+	    REQ_LEN > r->start + r->len - REQ_ADDR) {
+		rw_reglock_write_unlock(&maps_lock);
+		rw_region_of("rare_write_map", (void *)REQ_ADDR, REQ_LEN);
+	}
 	for (size_t i = 0; i < rw_table.nr_maps; i++) {
 		const struct open_map *o = &rw_table.maps[i];
 
-		if (o->token && (uintptr_t)addr < o->end &&
-		    o->start < (uintptr_t)addr + len) {
-			pthread_mutex_unlock(&maps_lock);
-			rw_die("rare_write_map", addr,
+		if (o->token && REQ_ADDR < o->end &&
+		    o->start < REQ_ADDR + REQ_LEN) {
+			rw_reglock_write_unlock(&maps_lock);
+			rw_die("rare_write_map", (void *)REQ_ADDR,
 			       "overlaps the open map %p+%zu", (void *)o->start,
 			       (size_t)(o->end - o->start));
 		}
 	}
-	pthread_mutex_unlock(&maps_lock);
 	/* A region not protected yet is plain memory: its own address is
 	 * the view. The record says which, for unmap: a seal or init
 	 * between the two must not make unmap release a view the backend
 	 * never handed out (init refuses while a map is open). */
 	protected_ = __atomic_load_n(&r->protected_, __ATOMIC_ACQUIRE);
 	if (protected_ && r->backend->dontfork_views)
-		rw_owner_check("rare_write_map", addr);
-	m.addr = protected_ ? r->backend->map(r, addr, len) : addr;
-	maps_insert(&m, protected_);
+		rw_owner_check("rare_write_map", (void *)REQ_ADDR);
+	view = REQ_ADDR;
+	if (protected_) {
+		/* Found again from the request: @r came back through the
+		 * callees above. */
+		r = rw_region_lookup((void *)REQ_ADDR);
+		view = (uintptr_t)r->backend->map(r, (void *)REQ_ADDR, REQ_LEN);
+		/* A view in place is the address itself: from the table,
+		 * not from what came back through the backend's callees. */
+		r = rw_region_lookup((void *)REQ_ADDR);
+		if (r->backend->map_in_place)
+			view = REQ_ADDR;
+	}
+	token = maps_insert(view, protected_);
+	m = (struct rare_write_mapping){.addr = (void *)view,
+					.target = (void *)REQ_ADDR,
+					.len = REQ_LEN,
+					.token = token};
+	if (protected_ &&
+	    rw_region_lookup((void *)REQ_ADDR)->backend->map_in_place)
+		m.addr = m.target;
+	rw_reglock_write_unlock(&maps_lock);
 	return m;
 }
 
+/* The record of the unmap in progress: its slot's index was put into the
+ * request (maps_lock held). */
+#define UNMAP_REC (&rw_table.maps[REQ_ADDR])
+
+/*
+ * The handle is the caller's, in memory any thread can store to: only the
+ * table's record says which view to release and where it goes (15e). The
+ * slot found, its index and token go into the table's request (the
+ * index never left a register since the loop), and every step after that
+ * reads the record there, not a copy a callee may have saved; the slot is
+ * freed last, maps_lock held throughout (the order of fork_prepare():
+ * maps_lock before the backends' locks).
+ */
 void rare_write_unmap(struct rare_write_mapping m)
 {
-	struct open_map rec;
 	struct rw_region *r;
+	size_t i;
 
 	rw_region_of("rare_write_unmap", m.target, m.len);
-	maps_remove(&m, &rec);
-	/* From here on only the table's record: after the lock wait. */
-	r = rw_region_of("rare_write_unmap", (void *)rec.start,
-			 rec.end - rec.start);
-	if (rec.backend)
-		r->backend->unmap(r, (void *)rec.view, (void *)rec.start,
-				  rec.end - rec.start);
+	rw_reglock_write(&maps_lock);
+	for (i = 0; i < rw_table.nr_maps; i++) {
+		const struct open_map *o = &rw_table.maps[i];
+
+		if (o->token && o->token == m.token &&
+		    o->start == (uintptr_t)m.target &&
+		    o->end == (uintptr_t)m.target + m.len &&
+		    o->view == (uintptr_t)m.addr)
+			break;
+	}
+	if (i == rw_table.nr_maps) {
+		rw_reglock_write_unlock(&maps_lock);
+		rw_die("rare_write_unmap", m.target, "not an open map");
+	}
+	map_request_put(i, rw_table.maps[i].token);
+	if (REQ_ADDR >= rw_table.nr_maps || !UNMAP_REC->token ||
+	    UNMAP_REC->token != REQ_LEN)
+		rw_die("rare_write_unmap", m.target, "not an open map");
+	r = rw_region_of("rare_write_unmap", (void *)UNMAP_REC->start,
+			 UNMAP_REC->end - UNMAP_REC->start);
+	if (UNMAP_REC->backend) {
+		/* Found again from the record: @r came back through the
+		 * callee above. */
+		r = rw_region_lookup((void *)UNMAP_REC->start);
+		r->backend->unmap(r, (void *)UNMAP_REC->view,
+				  (void *)UNMAP_REC->start,
+				  UNMAP_REC->end - UNMAP_REC->start);
+	}
+	TABLE_SET(UNMAP_REC->token, 0UL);
+	rw_reglock_write_unlock(&maps_lock);
 }
 
 static int backend_use(const struct rw_backend *b)
@@ -426,6 +570,20 @@ static int backend_use(const struct rw_backend *b)
 			rw_signal_activate();
 	}
 	return err;
+}
+
+/* Abort unless @r is a free slot of the table: a pointer to a slot that a
+ * call may have saved on the stack, checked right before its use. */
+static inline __attribute__((always_inline)) void
+slot_freed(const struct rw_region *r)
+{
+	uintptr_t at = (uintptr_t)r - (uintptr_t)rw_table.regions;
+
+	if (at >= sizeof(rw_table.regions) || at % sizeof(*r) ||
+	    __atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) != RW_REGION_FREE)
+		rw_die("rare_pool", r,
+		       "a region slot changed under the call (a store into "
+		       "the caller's stack?)");
 }
 
 /*
@@ -501,6 +659,7 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 		goto out;
 	created_check(&filled, b, len, seal);
 	filled.user_start = filled.start + meta_len;
+	slot_freed(r); /* not moved to a live record meanwhile (15d) */
 	rw_region_commit(r, &filled, RW_REGION_POOL);
 out:
 	pthread_mutex_unlock(&registry_lock);
@@ -533,10 +692,16 @@ void rw_region_destroy(struct rw_region *r)
 		       "not a live pool's record (a store into the caller's "
 		       "stack?)");
 	TABLE_SET(r->kind, RW_REGION_FREE); /* lookups stop matching first */
+	/* @r came back from TABLE_SET()'s callees, which may have saved it
+	 * on the stack: the slot just freed, or another thread moved it to a
+	 * live record (the section's: destroy would unmap or punch it). Each
+	 * check right before the use, no call in between (15d). */
+	slot_freed(r);
 	if (r->protected_)
 		r->backend->destroy(r);
 	else /* created before init: still plain memory */
 		munmap((void *)r->start, r->len);
+	slot_freed(r);
 	rw_table_store(r, &(struct rw_region){.kind = RW_REGION_FREE, .fd = -1},
 		       sizeof(*r));
 	pthread_mutex_unlock(&registry_lock);
@@ -648,7 +813,7 @@ static void fork_prepare(void)
 	int p[2];
 
 	pthread_mutex_lock(&registry_lock);
-	pthread_mutex_lock(&maps_lock);
+	rw_reglock_write(&maps_lock);
 	pthread_mutex_lock(&nested_lock);
 	FOR_EACH_FORK_HOOK(fork_prepare);
 	if (pipe2(p, O_CLOEXEC))
@@ -672,7 +837,7 @@ static void fork_parent(void)
 	TABLE_SET(rw_table.fork_pipe[1], -1);
 	FOR_EACH_FORK_HOOK(fork_parent);
 	pthread_mutex_unlock(&nested_lock);
-	pthread_mutex_unlock(&maps_lock);
+	rw_reglock_write_unlock(&maps_lock);
 	pthread_mutex_unlock(&registry_lock);
 }
 
@@ -747,7 +912,7 @@ static void fork_child(void)
 		rw_table_open_in_child = false;
 	}
 	pthread_mutex_init(&nested_lock, NULL);
-	pthread_mutex_init(&maps_lock, NULL);
+	__atomic_store_n(&maps_lock, 0, __ATOMIC_RELAXED);
 	pthread_mutex_init(&registry_lock, NULL);
 }
 
@@ -960,10 +1125,10 @@ static int table_seal(const char *call)
 	if (rw_vault_sealed(rw_table.vault_fd, &rw_table, sizeof(rw_table)))
 		return 0;
 	table_check(call);
-	pthread_mutex_lock(&maps_lock); /* no plain store races the copy */
+	rw_reglock_write(&maps_lock); /* no plain store races the copy */
 	rw_owner_claim(&rw_table.owner);
 	err = rw_vault_create(&rw_table, sizeof(rw_table), &rw_table.vault_fd);
-	pthread_mutex_unlock(&maps_lock);
+	rw_reglock_write_unlock(&maps_lock);
 	if (err)
 		rw_say(call, "cannot protect the region table: %s",
 		       strerror(-err));
@@ -1204,7 +1369,7 @@ int rare_write_init_caps(unsigned need_caps)
 	 * the backend release a view it never handed out, as a window opened
 	 * before init would close one it never opened: refuse both. No map
 	 * opens until init is done (maps_lock). */
-	pthread_mutex_lock(&maps_lock);
+	rw_reglock_write(&maps_lock);
 	err = maps_open() ? -EBUSY : protect_regions("rare_write_init", NULL);
 	if (!err) {
 		__atomic_thread_fence(__ATOMIC_RELEASE);
@@ -1212,7 +1377,7 @@ int rare_write_init_caps(unsigned need_caps)
 	} else if (b) {
 		TABLE_SET(rw_table.backend, NULL);
 	}
-	pthread_mutex_unlock(&maps_lock);
+	rw_reglock_write_unlock(&maps_lock);
 	if (err == -EBUSY)
 		rw_die("rare_write_init", NULL,
 		       "called while a rare_write_map() is open");

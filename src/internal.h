@@ -64,6 +64,9 @@ struct rw_backend {
 	/* Changes its pages' protection on every write, so its views cannot
 	 * be mseal()ed (mprotect). */
 	bool flips_pages;
+	/* map's view is the address itself (mprotect, pkey): the core takes
+	 * it from its record of the request, not from map's return. */
+	bool map_in_place;
 
 	/* Probe the machine and set up process-wide state: 0 or -errno. */
 	int (*setup)(void);
@@ -77,12 +80,15 @@ struct rw_backend {
 	/* Apply @n segments; where the mechanism has windows, one window. */
 	void (*write)(const struct rw_seg *segs, unsigned n);
 	/* Optional: one write of the public API (@src NULL: @len bytes of
-	 * @fill). Takes the backend's locks first, then builds and validates
-	 * its segment from these arguments (rw_seg_make()) and applies it
-	 * with no lock wait in between: a segment built before the wait sits
-	 * on the stack, where another thread can move it (scribbler 15a). */
-	void (*write_one)(const char *call, void *dst, const void *src,
-			  size_t len, int fill);
+	 * @fill) into @r, the table's region the core found for @dst (never
+	 * a copy in memory). Takes the backend's locks first, then checks
+	 * the arguments again (rw_region_holds(), or rw_seg_make() on a path
+	 * that calls functions) and applies them with no lock wait in
+	 * between: a segment built before the wait sits on the stack, where
+	 * another thread can move it (scribbler 15a). Called as the core's
+	 * tail call, every argument in a register (rawsys.h). */
+	void (*write_one)(const struct rw_region *r, const char *call,
+			  void *dst, const void *src, size_t len, int fill);
 
 	/* Open/close the calling thread's window (only with BEGIN_END). The
 	 * core calls them on the outermost begin/end only. */
@@ -248,6 +254,20 @@ RW_HIDDEN void rw_seg_make(const struct rw_backend *b, const char *call,
 			   void *dst, const void *src, size_t len, int fill,
 			   struct rw_seg *out);
 RW_HIDDEN bool rw_initialised(void);
+
+/* Whether the table's region @r (a pointer that came in a register) is
+ * live, on backend @b, protected, and holds [a, a + len) where callers may
+ * write: the check of a write path that makes no function call between it
+ * and the system call (rawsys.h), so inline. */
+static inline __attribute__((always_inline)) bool
+rw_region_holds(const struct rw_region *r, const struct rw_backend *b,
+		uintptr_t a, size_t len)
+{
+	return __atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) != RW_REGION_FREE &&
+	       r->backend == b && r->protected_ && a >= r->user_start &&
+	       a >= r->start && a - r->start < r->len &&
+	       len <= r->start + r->len - a;
+}
 
 /* section.c: abort if the program holds a copy relocation of a variable in
  * a shared library's registered __wr_rare section (the live variable would

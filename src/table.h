@@ -80,6 +80,13 @@ struct rw_table {
 	struct rw_region regions[RW_MAX_REGIONS];
 	/* maps_lock */
 	uint64_t nr_maps; /* high-water mark of maps[] */
+	/* The address and length of the rare_write_map() in progress, or
+	 * the slot index and token of the rare_write_unmap() in progress,
+	 * written first (core.c, map_request_put()): what the call uses
+	 * from then on, where no store reaches it (the scribbler, 15e). */
+	struct {
+		uint64_t addr, len;
+	} map_request;
 	struct open_map maps[RW_MAX_MAPS];
 	/* nested_lock */
 	uint64_t nr_nested; /* slots of nested[] in use */

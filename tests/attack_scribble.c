@@ -16,7 +16,7 @@
  * table of the backend in force (to another backend's), the region start of
  * a pool being destroyed (to the program's section), a shadow alias's base
  * (to 0), counts of one (to 0x10001, library objects only) and every held
- * mutex of the library (released: its lock word stored 0).
+ * mutex or lock word (reglock.h) of the library (released: stored 0).
  *
  * The caller's own frame is not scanned: what the program keeps in its
  * locals and passes as arguments is the program's (a store there moves the
@@ -78,6 +78,7 @@ static unsigned char evil[4096] __attribute__((aligned(4096)));
 struct obj {
 	uint64_t *lo, *hi;
 	bool ro, lock;
+	uint32_t *word; /* a lock word of reglock.h, released by storing 0 */
 };
 
 static struct scribbler {
@@ -124,6 +125,11 @@ static void add_object(const char *name, void *addr, size_t size, bool tls,
 {
 	(void)tls;
 	(void)arg;
+	if (ours && size == 4 && strstr(name, "lock") && sc.nobj < MAX_OBJS &&
+	    (!sc.lock_only || !strcmp(name, sc.lock_only))) {
+		sc.obj[sc.nobj++] = (struct obj){.word = addr};
+		return;
+	}
 	if (!ours || size < 8 || sc.nobj == MAX_OBJS ||
 	    !strcmp(name, "rw_table")) /* the vault: 60 KiB of faults */
 		return;
@@ -196,6 +202,19 @@ __attribute__((no_sanitize_address)) static void *attacker(void *p)
 		for (unsigned o = 0; o < sc.nobj; o++) {
 			struct obj *ob = &sc.obj[o];
 
+			if (ob->word) { /* a held lock word: release it */
+				if (__atomic_load_n(ob->word,
+						    __ATOMIC_RELAXED)) {
+					sc.seen++;
+					if (sc.store) {
+						__atomic_store_n(
+							ob->word, 0,
+							__ATOMIC_RELAXED);
+						sc.stores++;
+					}
+				}
+				continue;
+			}
 			for (volatile uint64_t *w = ob->lo; w < ob->hi; w++) {
 				if (ob->lock) { /* a held mutex: release it */
 					uint32_t l = (uint32_t)*w;

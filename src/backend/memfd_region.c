@@ -18,7 +18,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -26,20 +25,24 @@
 #include "internal.h"
 #include "memfd_region.h"
 
-/* Writers hold it shared; fork and read-merge-writes hold it exclusive. */
-static pthread_rwlock_t write_lock = PTHREAD_RWLOCK_INITIALIZER;
+/* Writers hold it shared; fork and read-merge-writes hold it exclusive. A
+ * lock word of reglock.h: the write paths take it inline (memfd_region.h). */
+uint32_t rw_memfd_lock;
 
 void rw_memfd_write_lock(bool exclusive)
 {
 	if (exclusive)
-		pthread_rwlock_wrlock(&write_lock);
+		rw_reglock_write(&rw_memfd_lock);
 	else
-		pthread_rwlock_rdlock(&write_lock);
+		rw_reglock_read(&rw_memfd_lock);
 }
 
 void rw_memfd_write_unlock(void)
 {
-	pthread_rwlock_unlock(&write_lock);
+	if (__atomic_load_n(&rw_memfd_lock, __ATOMIC_RELAXED) & RW_RL_WRITER)
+		rw_reglock_write_unlock(&rw_memfd_lock);
+	else
+		rw_reglock_read_unlock(&rw_memfd_lock);
 }
 
 /* Nobody may shrink the file under the view (that would SIGBUS), nor
@@ -114,12 +117,12 @@ void rw_memfd_destroy(struct rw_region *r)
 
 void rw_memfd_fork_prepare(void)
 {
-	pthread_rwlock_wrlock(&write_lock);
+	rw_reglock_write(&rw_memfd_lock);
 }
 
 void rw_memfd_fork_parent(void)
 {
-	pthread_rwlock_unlock(&write_lock);
+	rw_reglock_write_unlock(&rw_memfd_lock);
 }
 
 void rw_memfd_fork_child(void)
@@ -134,5 +137,5 @@ void rw_memfd_fork_child(void)
 			r->fd, (void *)r->start, r->len, r->seal,
 			F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
 	}
-	pthread_rwlock_init(&write_lock, NULL);
+	__atomic_store_n(&rw_memfd_lock, 0, __ATOMIC_RELAXED);
 }

@@ -8,6 +8,7 @@
 #define RAREWRITE_MEMFD_REGION_H
 
 #include "internal.h"
+#include "reglock.h"
 
 RW_HIDDEN int rw_memfd_adopt(struct rw_region *r);
 RW_HIDDEN int rw_memfd_create(struct rw_region *r);
@@ -19,5 +20,7 @@ RW_HIDDEN void rw_memfd_fork_child(void);
  * (and fork) for a read-merge-write. */
 RW_HIDDEN void rw_memfd_write_lock(bool exclusive);
 RW_HIDDEN void rw_memfd_write_unlock(void);
+/* The lock's word (reglock.h), for the write paths that take it inline. */
+RW_HIDDEN extern uint32_t rw_memfd_lock;
 
 #endif /* RAREWRITE_MEMFD_REGION_H */

@@ -37,7 +37,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -47,6 +46,8 @@
 #include "rarewrite.h"
 #include "internal.h"
 #include "critical.h"
+#include "rawsys.h"
+#include "reglock.h"
 
 /* This backend's ops table (at the end), listed in backends.c. */
 extern const struct rw_backend rw_backend_mprotect RW_HIDDEN;
@@ -88,7 +89,9 @@ static void control_store(void *dst, const void *src, size_t len)
 	rw_vault_store(control_fd(), &control, dst, src, len);
 }
 
-static pthread_mutex_t flip_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Serialises the flips and the control page: held exclusive, a lock word
+ * of reglock.h, so a single write takes it inline (mprotect_write_one). */
+static uint32_t flip_lock;
 
 static void flip(const char *call, uintptr_t start, size_t len, bool writable)
 {
@@ -162,15 +165,15 @@ static struct thread_windows my_record(int32_t tid)
 	return rec;
 }
 
-static void lock(void)
+static inline __attribute__((always_inline)) void lock(void)
 {
 	rw_cs_enter();
-	pthread_mutex_lock(&flip_lock);
+	rw_reglock_write(&flip_lock);
 }
 
-static void unlock(void)
+static inline __attribute__((always_inline)) void unlock(void)
 {
-	pthread_mutex_unlock(&flip_lock);
+	rw_reglock_write_unlock(&flip_lock);
 	rw_cs_leave();
 }
 
@@ -287,8 +290,10 @@ static void mprotect_write(const struct rw_seg *segs, unsigned n)
 }
 
 /* The lock first, then the segment from the arguments (internal.h). */
-static void mprotect_write_one(const char *call, void *dst, const void *src,
-			       size_t len, int fill)
+static __attribute__((noinline)) void mprotect_write_built(const char *call,
+							   void *dst,
+							   const void *src,
+							   size_t len, int fill)
 {
 	struct rw_seg s;
 	uintptr_t start;
@@ -305,6 +310,131 @@ static void mprotect_write_one(const char *call, void *dst, const void *src,
 		flip(call, start, span, false);
 	}
 	unlock();
+}
+
+#if RW_RAWSYS_INLINE
+/*
+ * Open [first, first + span) (unless @flip is false: a window has every
+ * region open), store the @len low bytes of @v at @a in one store, close
+ * it again: one asm block, so the span and the destination cannot be
+ * spilled to the stack between the two flips. 0 or -errno.
+ */
+static inline __attribute__((always_inline)) long
+flip_store(uintptr_t first, size_t span, uintptr_t a, uint64_t v, size_t len,
+	   long flip)
+{
+	long err;
+
+	__asm__ volatile("xor %%eax, %%eax\n\t"
+			 "test %[flip], %[flip]\n\t"
+			 "jz 1f\n\t"
+			 "mov %[first], %%rdi\n\t"
+			 "mov %[span], %%rsi\n\t"
+			 "mov %[rw], %%edx\n\t"
+			 "mov %[nr], %%eax\n\t"
+			 "syscall\n\t"
+			 "test %%rax, %%rax\n\t"
+			 "jnz 9f\n"
+			 "1:\tcmp $8, %[len]\n\t"
+			 "jne 2f\n\t"
+			 "mov %[v], (%[a])\n\t"
+			 "jmp 5f\n"
+			 "2:\tcmp $4, %[len]\n\t"
+			 "jne 3f\n\t"
+			 "movl %k[v], (%[a])\n\t"
+			 "jmp 5f\n"
+			 "3:\tcmp $2, %[len]\n\t"
+			 "jne 4f\n\t"
+			 "movw %w[v], (%[a])\n\t"
+			 "jmp 5f\n"
+			 "4:\tmovb %b[v], (%[a])\n"
+			 "5:\ttest %[flip], %[flip]\n\t"
+			 "jz 9f\n\t"
+			 "mov %[first], %%rdi\n\t"
+			 "mov %[span], %%rsi\n\t"
+			 "mov %[ro], %%edx\n\t"
+			 "mov %[nr], %%eax\n\t"
+			 "syscall\n"
+			 "9:"
+			 : "=&a"(err)
+			 : [flip] "r"(flip), [first] "r"(first),
+			   [span] "r"(span), [a] "r"(a), [v] "r"(v),
+			   [len] "r"(len), [nr] "i"(SYS_mprotect),
+			   [rw] "i"(PROT_READ | PROT_WRITE), [ro] "i"(PROT_READ)
+			 : "rdi", "rsi", "rdx", "rcx", "r11", "memory", "cc");
+	return err;
+}
+#else
+static long flip_store(uintptr_t first, size_t span, uintptr_t a, uint64_t v,
+		       size_t len, long flip)
+{
+	(void)first, (void)span, (void)a, (void)v, (void)len, (void)flip;
+	return -ENOSYS; /* never called: RW_RAWSYS_INLINE is 0 */
+}
+#endif
+
+static __attribute__((noreturn, noinline)) void
+mprotect_refused(const char *call, void *dst, size_t len, long err)
+{
+	if (!err)
+		rw_die(call, dst,
+		       "%zu bytes: the region changed during the write", len);
+	rw_die(call, dst, "mprotect: %s", strerror((int)-err));
+}
+
+/*
+ * An aligned 1, 2, 4 or 8-byte copy, the value loaded before the pages
+ * open: from the core's check to the store, region, destination, value
+ * and the flipped span stay in registers (rawsys.h: the lock, the check
+ * and both mprotect(2) calls inline), so no callee saves them where
+ * another thread can rewrite them between the flips (15a). Other writes
+ * build a segment.
+ */
+static void mprotect_write_one(const struct rw_region *r, const char *call,
+			       void *dst, const void *src, size_t len, int fill)
+{
+	uintptr_t a = (uintptr_t)dst, first, last, piece;
+	uint64_t v;
+	long err;
+
+	if (!RW_RAWSYS_INLINE || !src ||
+	    (len != 1 && len != 2 && len != 4 && len != 8) || a % len) {
+		mprotect_write_built(call, dst, src, len, fill);
+		return;
+	}
+	switch (len) {
+	case 1:
+		v = *(const volatile uint8_t *)src;
+		break;
+	case 2:
+		v = *(const volatile uint16_t *)src;
+		break;
+	case 4:
+		v = *(const volatile uint32_t *)src;
+		break;
+	default:
+		v = *(const volatile uint64_t *)src;
+	}
+	rw_in_register(r);
+	rw_in_register(a);
+	rw_in_register(v);
+	rw_in_register(len);
+	lock();
+	if (!rw_region_holds(r, &rw_backend_mprotect, a, len)) {
+		unlock();
+		mprotect_refused(call, dst, len, 0);
+	}
+	piece = r->priv ? r->priv : RW_RAWSYS_PAGE;
+	first = (a - r->start) / piece * piece;
+	last = (a - r->start + len + piece - 1) / piece * piece;
+	if (last > r->len)
+		last = r->len;
+	err = flip_store(
+		r->start + first, last - first, a, v, len,
+		!__atomic_load_n(&control.open_windows, __ATOMIC_RELAXED));
+	unlock();
+	if (err)
+		mprotect_refused(call, dst, len, err);
 }
 
 /* Add @delta windows to the calling thread, flipping every region when
@@ -452,17 +582,17 @@ static void mprotect_cs_fault(void)
 {
 	if (!control.open_windows)
 		flip_all(false);
-	pthread_mutex_unlock(&flip_lock);
+	rw_reglock_write_unlock(&flip_lock);
 }
 
 static void mprotect_fork_prepare(void)
 {
-	pthread_mutex_lock(&flip_lock);
+	rw_reglock_write(&flip_lock);
 }
 
 static void mprotect_fork_parent(void)
 {
-	pthread_mutex_unlock(&flip_lock);
+	rw_reglock_write_unlock(&flip_lock);
 }
 
 /* Windows of threads that did not survive the fork are closed; the
@@ -492,12 +622,13 @@ static void mprotect_fork_child(void)
 	}
 	if (!control.open_windows)
 		flip_all(false);
-	pthread_mutex_init(&flip_lock, NULL);
+	__atomic_store_n(&flip_lock, 0, __ATOMIC_RELAXED);
 }
 
 const struct rw_backend rw_backend_mprotect = {
 	.name = "mprotect",
 	.flips_pages = true,
+	.map_in_place = true,
 	.caps = RARE_WRITE_CAP_BEGIN_END,
 	.setup = mprotect_setup,
 	.adopt = mprotect_adopt,

@@ -957,6 +957,7 @@ const struct rw_backend rw_backend_pkey = {
 	.write = pkey_write,
 	.begin = pkey_begin,
 	.end = pkey_end,
+	.map_in_place = true,
 	.map = pkey_map,
 	.unmap = pkey_unmap,
 	.fork_prepare = pkey_fork_prepare,

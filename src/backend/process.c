@@ -762,10 +762,12 @@ static void process_write_call(const char *call, const struct rw_seg *segs,
 }
 
 /* The locks first, then the segment from the arguments (internal.h). */
-static void process_write_one(const char *call, void *dst, const void *src,
-			      size_t len, int fill)
+static void process_write_one(const struct rw_region *r, const char *call,
+			      void *dst, const void *src, size_t len, int fill)
 {
 	struct rw_seg s;
+
+	(void)r; /* rw_seg_make() finds it again under the locks */
 
 	pthread_rwlock_rdlock(&write_lock);
 	pthread_mutex_lock(&req_lock);

@@ -18,6 +18,8 @@
 #include "rarewrite.h"
 #include "internal.h"
 #include "memfd_region.h"
+#include "rawsys.h"
+#include "reglock.h"
 
 /* This backend's ops table (at the end), listed in backends.c. */
 extern const struct rw_backend rw_backend_pwrite RW_HIDDEN;
@@ -142,9 +144,13 @@ static void pwrite_write(const struct rw_seg *segs, unsigned n)
 	rw_memfd_write_unlock();
 }
 
-/* The lock first, then the segment from the arguments (internal.h). */
-static void pwrite_write_one(const char *call, void *dst, const void *src,
-			     size_t len, int fill)
+/* The lock first, then the segment from the arguments (internal.h); a
+ * fill or a widened write builds it in memory (open, SECURITY.md).
+ * Global (hidden) for the x86-64 path below, which jumps here. */
+RW_HIDDEN void pwrite_write_built(const char *call, void *dst, const void *src,
+				  size_t len, int fill);
+void pwrite_write_built(const char *call, void *dst, const void *src,
+			size_t len, int fill)
 {
 	bool widen = (len == 2 || len == 4) && !((uintptr_t)dst % len);
 	struct rw_seg s;
@@ -154,6 +160,187 @@ static void pwrite_write_one(const char *call, void *dst, const void *src,
 	pwrite_seg(&s, widen);
 	rw_memfd_write_unlock();
 }
+
+/* The lock is released; @err 0: the check failed, else -errno. */
+RW_HIDDEN __attribute__((noreturn)) void
+pwrite_refused(const char *call, void *dst, size_t len, long err);
+void pwrite_refused(const char *call, void *dst, size_t len, long err)
+{
+	if (!err)
+		rw_die(call, dst,
+		       "%zu bytes: the region changed during the write", len);
+	rw_die(call, dst, "pwrite: %s", strerror((int)-err));
+}
+
+#if RW_RAWSYS_INLINE
+/*
+ * A copy, in assembly: from the core's check to the kernel, region,
+ * destination, source and length stay in registers (rawsys.h says why C
+ * cannot promise that: GCC spilled the destination around the lock's
+ * futex call and checked the reloaded copy). The lock word is taken inline
+ * (reglock.h's protocol), the region checked again (rw_region_holds()),
+ * pwrite(2) made, the lock released. The pushes keep the caller's
+ * registers, not ours. A fill or a widened 2 or 4-byte write goes to
+ * pwrite_write_built().
+ */
+_Static_assert(__builtin_offsetof(struct rw_region, kind) == 0 &&
+		       __builtin_offsetof(struct rw_region, protected_) == 4 &&
+		       __builtin_offsetof(struct rw_region, start) == 8 &&
+		       __builtin_offsetof(struct rw_region, len) == 16 &&
+		       __builtin_offsetof(struct rw_region, user_start) == 24 &&
+		       __builtin_offsetof(struct rw_region, backend) == 32 &&
+		       __builtin_offsetof(struct rw_region, fd) == 40 &&
+		       sizeof(enum rw_region_kind) == 4,
+	       "the offsets the assembly below uses");
+_Static_assert(RW_RL_WRITER == 0x40000000u && RW_RL_WAIT == 0x80000000u &&
+		       RW_RL_READERS == 0x3fffffffu && SYS_pwrite64 == 18 &&
+		       SYS_futex == 202 && FUTEX_WAIT_PRIVATE == 0x80 &&
+		       FUTEX_WAKE_PRIVATE == 0x81,
+	       "the constants the assembly below uses");
+RW_HIDDEN void pwrite_write_one(const struct rw_region *r, const char *call,
+				void *dst, const void *src, size_t len,
+				int fill);
+/* rdi r, rsi call, rdx dst, rcx src, r8 len, r9 fill; then rbx r, rbp call,
+ * r12 destination, r13 source, r14 bytes left. */
+__asm__(".text\n"
+	".globl pwrite_write_one\n"
+	".hidden pwrite_write_one\n"
+	".type pwrite_write_one, @function\n"
+	"pwrite_write_one:\n"
+	"	endbr64\n"
+	"	test %rcx, %rcx\n"
+	"	jz 80f\n"
+	"	cmp $2, %r8\n"
+	"	je 1f\n"
+	"	cmp $4, %r8\n"
+	"	jne 2f\n"
+	"1:	lea -1(%r8), %rax\n"
+	"	test %rdx, %rax\n"
+	"	jz 80f\n"
+	"2:	push %rbx\n"
+	"	push %rbp\n"
+	"	push %r12\n"
+	"	push %r13\n"
+	"	push %r14\n"
+	"	mov %rdi, %rbx\n"
+	"	mov %rsi, %rbp\n"
+	"	mov %rdx, %r12\n"
+	"	mov %rcx, %r13\n"
+	"	mov %r8, %r14\n"
+	/* the lock, shared */
+	"10:	mov rw_memfd_lock(%rip), %eax\n"
+	"	test $0x40000000, %eax\n"
+	"	jnz 11f\n"
+	"	lea 1(%rax), %edx\n"
+	"	lock cmpxchg %edx, rw_memfd_lock(%rip)\n"
+	"	jne 10b\n"
+	"	jmp 20f\n"
+	"11:	mov %eax, %edx\n"
+	"	or $0x80000000, %edx\n"
+	"	cmp %eax, %edx\n"
+	"	je 12f\n"
+	"	lock cmpxchg %edx, rw_memfd_lock(%rip)\n"
+	"	jne 10b\n"
+	"12:	lea rw_memfd_lock(%rip), %rdi\n"
+	"	mov $0x80, %esi\n"
+	"	xor %r10d, %r10d\n"
+	"	mov $202, %eax\n"
+	"	syscall\n"
+	"	jmp 10b\n"
+	/* the region, again */
+	"20:	cmpl $0, (%rbx)\n"
+	"	je 90f\n"
+	"	lea rw_backend_pwrite(%rip), %rax\n"
+	"	cmp %rax, 32(%rbx)\n"
+	"	jne 90f\n"
+	"	cmpb $0, 4(%rbx)\n"
+	"	je 90f\n"
+	"	cmp 24(%rbx), %r12\n"
+	"	jb 90f\n"
+	"	mov %r12, %rax\n"
+	"	sub 8(%rbx), %rax\n"
+	"	jb 90f\n"
+	"	mov 16(%rbx), %rdx\n"
+	"	cmp %rdx, %rax\n"
+	"	jae 90f\n"
+	"	sub %rax, %rdx\n"
+	"	cmp %r14, %rdx\n"
+	"	jb 90f\n"
+	/* pwrite(r->fd, src, left, dst - r->start) until done */
+	"30:	test %r14, %r14\n"
+	"	jz 40f\n"
+	"	movslq 40(%rbx), %rdi\n"
+	"	mov %r13, %rsi\n"
+	"	mov %r14, %rdx\n"
+	"	mov %r12, %r10\n"
+	"	sub 8(%rbx), %r10\n"
+	"	mov $18, %eax\n"
+	"	syscall\n"
+	"	test %rax, %rax\n"
+	"	jle 91f\n"
+	"	add %rax, %r13\n"
+	"	add %rax, %r12\n"
+	"	sub %rax, %r14\n"
+	"	jmp 30b\n"
+	"40:	call 70f\n"
+	"	pop %r14\n"
+	"	pop %r13\n"
+	"	pop %r12\n"
+	"	pop %rbp\n"
+	"	pop %rbx\n"
+	"	ret\n"
+	/* the unlock, shared; clobbers rax, rcx, rdx, rsi, rdi, r11 */
+	"70:	mov rw_memfd_lock(%rip), %eax\n"
+	"72:	test $0x3fffffff, %eax\n"
+	"	jz 71f\n" /* no reader counted: released by a store */
+	"	lea -1(%rax), %edx\n"
+	"	lock cmpxchg %edx, rw_memfd_lock(%rip)\n"
+	"	jne 72b\n"
+	"	test $0x3fffffff, %edx\n"
+	"	jnz 71f\n"
+	"	test %edx, %edx\n"
+	"	jns 71f\n"
+	"	lock btrl $31, rw_memfd_lock(%rip)\n"
+	"	jnc 71f\n"
+	"	lea rw_memfd_lock(%rip), %rdi\n"
+	"	mov $0x81, %esi\n"
+	"	mov $0x7fffffff, %edx\n"
+	"	mov $202, %eax\n"
+	"	syscall\n"
+	"71:	ret\n"
+	/* pwrite_write_built(call, dst, src, len, fill) */
+	"80:	mov %rsi, %rdi\n"
+	"	mov %rdx, %rsi\n"
+	"	mov %rcx, %rdx\n"
+	"	mov %r8, %rcx\n"
+	"	mov %r9d, %r8d\n"
+	"	jmp pwrite_write_built\n"
+	/* pwrite_refused(call, dst, len, err): 0 or -errno (0 bytes: -EIO) */
+	"90:	xor %ecx, %ecx\n"
+	"	jmp 92f\n"
+	"91:	mov %rax, %rcx\n"
+	"	test %rcx, %rcx\n"
+	"	jnz 92f\n"
+	"	mov $-5, %rcx\n"
+	"92:	push %rcx\n"
+	"	push %rcx\n"
+	"	call 70b\n"
+	"	pop %rcx\n"
+	"	pop %rcx\n"
+	"	mov %rbp, %rdi\n"
+	"	mov %r12, %rsi\n"
+	"	mov %r14, %rdx\n"
+	"	call pwrite_refused\n"
+	"	ud2\n"
+	".size pwrite_write_one, .-pwrite_write_one\n");
+#else
+static void pwrite_write_one(const struct rw_region *r, const char *call,
+			     void *dst, const void *src, size_t len, int fill)
+{
+	(void)r; /* found again under the lock */
+	pwrite_write_built(call, dst, src, len, fill);
+}
+#endif
 
 /* map hands out a private staging copy; unmap commits it in one pwrite. */
 static void *pwrite_map(struct rw_region *r, void *addr, size_t len)

@@ -16,6 +16,7 @@
 #include "rarewrite.h"
 #include "internal.h"
 #include "memfd_region.h"
+#include "rawsys.h"
 
 /* This backend's ops table (at the end), listed in backends.c. */
 extern const struct rw_backend rw_backend_shadow RW_HIDDEN;
@@ -68,8 +69,10 @@ static void shadow_write(const struct rw_seg *segs, unsigned n)
 }
 
 /* The lock first, then the segment from the arguments (internal.h). */
-static void shadow_write_one(const char *call, void *dst, const void *src,
-			     size_t len, int fill)
+static __attribute__((noinline)) void shadow_write_built(const char *call,
+							 void *dst,
+							 const void *src,
+							 size_t len, int fill)
 {
 	struct rw_seg s;
 	struct alias a;
@@ -80,6 +83,125 @@ static void shadow_write_one(const char *call, void *dst, const void *src,
 	rw_seg_store(&s, a.at);
 	munmap(a.base, a.len);
 	rw_memfd_write_unlock();
+}
+
+#if RW_RAWSYS_INLINE
+/*
+ * Map a writable alias of the page at @off of @fd, store the @len low
+ * bytes of @v at @at in it in one store, unmap it: one asm block, so the
+ * alias and the offset cannot be spilled to the stack in between (a
+ * zeroed base would leave the alias mapped). 0 or -errno.
+ */
+static inline __attribute__((always_inline)) long
+alias_store(long fd, uintptr_t off, uintptr_t at, uint64_t v, size_t len)
+{
+	long err;
+
+	__asm__ volatile(
+		"xor %%edi, %%edi\n\t"
+		"mov %[page], %%esi\n\t"
+		"mov %[prot], %%edx\n\t"
+		"mov %[shared], %%r10d\n\t"
+		"mov %[fd], %%r8\n\t"
+		"mov %[off], %%r9\n\t"
+		"mov %[nr_mmap], %%eax\n\t"
+		"syscall\n\t"
+		"cmp $-4095, %%rax\n\t"
+		"jae 9f\n\t"
+		"mov %%rax, %%rdi\n\t"
+		"add %[at], %%rax\n\t"
+		"cmp $8, %[len]\n\t"
+		"jne 2f\n\t"
+		"mov %[v], (%%rax)\n\t"
+		"jmp 5f\n"
+		"2:\tcmp $4, %[len]\n\t"
+		"jne 3f\n\t"
+		"movl %k[v], (%%rax)\n\t"
+		"jmp 5f\n"
+		"3:\tcmp $2, %[len]\n\t"
+		"jne 4f\n\t"
+		"movw %w[v], (%%rax)\n\t"
+		"jmp 5f\n"
+		"4:\tmovb %b[v], (%%rax)\n"
+		"5:\tmov %[page], %%esi\n\t"
+		"mov %[nr_munmap], %%eax\n\t"
+		"syscall\n\t"
+		"xor %%eax, %%eax\n"
+		"9:"
+		: "=&a"(err)
+		: [fd] "r"(fd), [off] "r"(off), [at] "r"(at), [v] "r"(v),
+		  [len] "r"(len), [page] "i"(RW_RAWSYS_PAGE),
+		  [prot] "i"(PROT_READ | PROT_WRITE), [shared] "i"(MAP_SHARED),
+		  [nr_mmap] "i"(SYS_mmap), [nr_munmap] "i"(SYS_munmap)
+		: "rdi", "rsi", "rdx", "r10", "r8", "r9", "rcx", "r11",
+		  "memory", "cc");
+	return err;
+}
+#else
+static long alias_store(long fd, uintptr_t off, uintptr_t at, uint64_t v,
+			size_t len)
+{
+	(void)fd, (void)off, (void)at, (void)v, (void)len;
+	return -ENOSYS; /* never called: RW_RAWSYS_INLINE is 0 */
+}
+#endif
+
+static __attribute__((noreturn, noinline)) void
+shadow_refused(const char *call, void *dst, size_t len, long err)
+{
+	if (!err)
+		rw_die(call, dst,
+		       "%zu bytes: the region changed during the write", len);
+	rw_die(call, dst, "cannot map a writable alias: %s",
+	       strerror((int)-err));
+}
+
+/*
+ * An aligned 1, 2, 4 or 8-byte copy, the value loaded before the alias is
+ * mapped: from the core's check to the store through the alias, region,
+ * destination, value and alias stay in registers (rawsys.h: the lock,
+ * the check, mmap(2) and munmap(2) inline), so no callee saves them where
+ * another thread can rewrite them (15a). Other writes build a segment.
+ */
+static void shadow_write_one(const struct rw_region *r, const char *call,
+			     void *dst, const void *src, size_t len, int fill)
+{
+	uintptr_t a = (uintptr_t)dst, first;
+	uint64_t v;
+	long err;
+
+	if (!RW_RAWSYS_INLINE || !src ||
+	    (len != 1 && len != 2 && len != 4 && len != 8) || a % len) {
+		shadow_write_built(call, dst, src, len, fill);
+		return;
+	}
+	switch (len) {
+	case 1:
+		v = *(const volatile uint8_t *)src;
+		break;
+	case 2:
+		v = *(const volatile uint16_t *)src;
+		break;
+	case 4:
+		v = *(const volatile uint32_t *)src;
+		break;
+	default:
+		v = *(const volatile uint64_t *)src;
+	}
+	rw_in_register(r);
+	rw_in_register(a);
+	rw_in_register(v);
+	rw_in_register(len);
+	rw_reglock_read(&rw_memfd_lock);
+	if (!rw_region_holds(r, &rw_backend_shadow, a, len)) {
+		rw_reglock_read_unlock(&rw_memfd_lock);
+		shadow_refused(call, dst, len, 0);
+	}
+	first = a & ~(RW_RAWSYS_PAGE - 1);
+	err = alias_store(r->fd, first - r->start, a - first, v, len);
+	rw_reglock_read_unlock(&rw_memfd_lock);
+	if (err)
+		shadow_refused(call, dst, len, err);
 }
 
 /* The alias itself is the view; the write lock stays held until unmap so
