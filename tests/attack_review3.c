@@ -16,6 +16,7 @@
  * (initialised, vault_fd, the default backend's ops pointer, used[]).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -397,4 +398,110 @@ ATTACK("25c", review3_answer_count,
 			      stale, i - 1, r3c.stores);
 	attack_report(ATTACK_BLOCKED, "%lu writes, %lu stores, none stale",
 		      i - 1, r3c.stores);
+}
+
+/*
+ * 25d: 25a carried through to "which code runs". The pool's head, which
+ * the swapped pool writes over the table's first 96 bytes, is built on
+ * rare_pool_create_with()'s stack before the pool is created: the
+ * attacker also stores the address of an ops table of its own into the
+ * head's name (offset 8, the table's default backend) on the victim's
+ * stack. The next rare_pool_create() on the default backend calls that
+ * ops table's setup(): here a function of the test standing for a gadget.
+ */
+static volatile int r3d_called;
+
+static int r3d_gadget(void)
+{
+	r3d_called = 1;
+	return -ENOTSUP;
+}
+
+static struct rw_backend r3d_fake = {.name = "attacker",
+				     .setup = r3d_gadget};
+
+__attribute__((no_sanitize_address)) static void *r3d_attacker(void *p)
+{
+	(void)p;
+	while (!r3a.stop) {
+		for (volatile uint64_t *w = r3a.lo; w + 6 < r3a.hi; w++) {
+			if (w[0] == 20 && w[1] == 0x0000000100000001ULL) {
+				volatile int32_t *fd =
+					(volatile int32_t *)&w[2];
+				int32_t v = *fd;
+
+				if (v >= 0 && v < 4096 && v != r3a.vault_fd) {
+					*fd = r3a.vault_fd;
+					r3a.stores++;
+				}
+			}
+			/* struct rare_pool head: magic, name[32], nr_pages */
+			if (w[0] == R3_POOL_MAGIC && w[5] == 1 && w[1] == 0)
+				w[1] = (uint64_t)(uintptr_t)&r3d_fake;
+		}
+	}
+	return NULL;
+}
+
+static void *r3d_victim(void *p)
+{
+	const uint64_t *table = (const uint64_t *)attack_lib_sym("rw_table");
+	unsigned long *tries = p;
+
+	for (unsigned i = 0; i < 300; i++) {
+		struct rare_pool *pool = rare_pool_create(4096);
+
+		++*tries;
+		if (!pool)
+			continue;
+		if (attack_load64(table) == R3_POOL_MAGIC) {
+			r3a.landed = 1;
+			/* The program goes on: its next pool. */
+			pool = rare_pool_create(4096);
+			if (r3d_called)
+				attack_report(ATTACK_OPEN,
+					      "rare_pool_create() called the "
+					      "attacker's function (%lu pools, "
+					      "%lu stores)",
+					      *tries, r3a.stores);
+			attack_report(ATTACK_OPEN,
+				      "the table was overwritten, but the "
+				      "attacker's function did not run (%p)",
+				      (void *)pool);
+		}
+		rare_pool_destroy(pool);
+	}
+	return NULL;
+}
+
+ATTACK("25d", review3_add_fd_swap_call,
+       "25a, and the pool's head on the stack made to hold an ops table of "
+       "the attacker's, so that the next pool calls the attacker's function")
+{
+	pthread_t v, w, a;
+	pthread_attr_t attr;
+	unsigned long tries = 0;
+	void *stack;
+
+	if (!r3_is_process())
+		attack_report(ATTACK_NA, "no helper");
+	r3a.vault_fd = ((struct rw_table *)attack_lib_sym("rw_table"))->vault_fd;
+	stack = mmap(NULL, R3_STACK, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (stack == MAP_FAILED)
+		attack_report(ATTACK_ERROR, "mmap");
+	r3a.lo = stack;
+	r3a.hi = (uint64_t *)((char *)stack + R3_STACK);
+	pthread_attr_init(&attr);
+	pthread_attr_setstack(&attr, stack, R3_STACK);
+	attack_begin();
+	pthread_create(&w, NULL, r3a_writer, NULL);
+	pthread_create(&a, NULL, r3d_attacker, NULL);
+	pthread_create(&v, &attr, r3d_victim, &tries);
+	pthread_join(v, NULL);
+	r3a.stop = 1;
+	pthread_join(w, NULL);
+	pthread_join(a, NULL);
+	attack_report(ATTACK_BLOCKED, "%lu pools, %lu stores, table intact",
+		      tries, r3a.stores);
 }

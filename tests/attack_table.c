@@ -86,5 +86,6 @@ const struct attack_expect attack_table[] = {
 	{"25a", {NA, NA, NA, NA, B}},
 	{"25b", {NA, NA, NA, NA, B}},
 	{"25c", {NA, NA, NA, NA, B}},
+	{"25d", {NA, NA, NA, NA, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
