@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -504,4 +505,120 @@ ATTACK("25d", review3_add_fd_swap_call,
 	pthread_join(a, NULL);
 	attack_report(ATTACK_BLOCKED, "%lu pools, %lu stores, table intact",
 		      tries, r3a.stores);
+}
+
+/*
+ * 25e: which code a signal runs, from a register spilled across a lock
+ * wait and system calls. call_program() (src/signal.c) loads the
+ * program's action from the signal table's vault, keeps the handler's
+ * address in a callee-saved register (%r15 in this build), and for a
+ * one-shot action (SA_RESETHAND) first takes signal_lock and rewrites the
+ * vault (sv_store(): fstat, fcntl, a read of /proc/self/maps, pwrite)
+ * before it jumps to the handler. Every function it calls in between
+ * that uses the register saves it in its own frame: the attacker rewrites
+ * every word equal to the program's handler on the signalled thread's
+ * stack to a function of its own (standing for a gadget), which the
+ * library then runs as the handler.
+ */
+static volatile int r3e_gadget_ran, r3e_handler_ran;
+
+static void r3e_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+	r3e_handler_ran++;
+}
+
+static void r3e_gadget(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+	r3e_gadget_ran++;
+}
+
+static struct {
+	uint64_t *lo, *hi;
+	volatile int stop;
+	volatile unsigned long stores;
+} r3e;
+
+__attribute__((no_sanitize_address)) static void *r3e_attacker(void *p)
+{
+	(void)p;
+	while (!r3e.stop)
+		for (volatile uint64_t *w = r3e.lo; w < r3e.hi; w++)
+			if (*w == (uint64_t)(uintptr_t)r3e_handler) {
+				*w = (uint64_t)(uintptr_t)r3e_gadget;
+				r3e.stores++;
+			}
+	return NULL;
+}
+
+/* The signalled thread: the program's handler is installed by another
+ * thread (main), so no frame of this thread but the library's signal path
+ * ever holds its address. */
+static volatile int r3e_armed, r3e_done;
+
+static void *r3e_victim(void *p)
+{
+	unsigned long *tries = p;
+
+	while (!r3e.stop) {
+		if (!__atomic_load_n(&r3e_armed, __ATOMIC_ACQUIRE))
+			continue;
+		r3e_armed = 0;
+		++*tries;
+		raise(SIGSEGV);
+		__atomic_store_n(&r3e_done, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+ATTACK("25e", review3_resethand_handler,
+       "while a one-shot (SA_RESETHAND) handler is being reset, rewrite "
+       "the program's handler address wherever it is spilled on the "
+       "signalled thread's stack")
+{
+	pthread_t v, a;
+	pthread_attr_t attr;
+	unsigned long tries = 0;
+	void *stack;
+
+	stack = mmap(NULL, R3_STACK, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (stack == MAP_FAILED)
+		attack_report(ATTACK_ERROR, "mmap");
+	r3e.lo = stack;
+	r3e.hi = (uint64_t *)((char *)stack + R3_STACK);
+	pthread_attr_init(&attr);
+	pthread_attr_setstack(&attr, stack, R3_STACK);
+	attack_begin();
+	pthread_create(&a, NULL, r3e_attacker, NULL);
+	pthread_create(&v, &attr, r3e_victim, &tries);
+	for (unsigned i = 0; i < 2000 && !r3e_gadget_ran; i++) {
+		struct sigaction sa = {.sa_sigaction = r3e_handler,
+				       .sa_flags = SA_SIGINFO | SA_RESETHAND};
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGSEGV, &sa, NULL);
+		r3e_done = 0;
+		__atomic_store_n(&r3e_armed, 1, __ATOMIC_RELEASE);
+		while (!__atomic_load_n(&r3e_done, __ATOMIC_ACQUIRE))
+			;
+	}
+	r3e.stop = 1;
+	pthread_join(v, NULL);
+	pthread_join(a, NULL);
+	if (r3e_gadget_ran)
+		attack_report(ATTACK_OPEN,
+			      "the library ran the attacker's function as the "
+			      "SIGSEGV handler (%lu signals, %lu stores, "
+			      "handler ran %d times)",
+			      tries, r3e.stores, r3e_handler_ran);
+	attack_report(ATTACK_BLOCKED,
+		      "%lu signals, %lu stores, the program's handler ran %d "
+		      "times",
+		      tries, r3e.stores, r3e_handler_ran);
 }

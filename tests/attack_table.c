@@ -87,5 +87,6 @@ const struct attack_expect attack_table[] = {
 	{"25b", {NA, NA, NA, NA, B}},
 	{"25c", {NA, NA, NA, NA, B}},
 	{"25d", {NA, NA, NA, NA, B}},
+	{"25e", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
