@@ -82,5 +82,11 @@ const struct attack_expect attack_table[] = {
 	{"23b", {B, B, B, B, B}},
 	{"23c", {B, B, B, B, B}},
 	{"24", {O, NA, NA, NA, NA}},
+	/* The outside review of the answer path (review3). */
+	{"25a", {NA, NA, NA, NA, B}},
+	{"25b", {NA, NA, NA, NA, B}},
+	{"25c", {NA, NA, NA, NA, B}},
+	{"25d", {NA, NA, NA, NA, B}},
+	{"25e", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
