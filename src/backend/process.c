@@ -55,6 +55,8 @@
 #include "internal.h"
 #include "process_helper.h"
 #include "process_ring.h"
+#include "../rawsys.h"
+#include "../table.h"
 
 /* This backend's ops table (at the end), listed in backends.c. */
 extern const struct rw_backend rw_backend_process RW_HIDDEN;
@@ -233,10 +235,16 @@ static void helper_check(const char *call, const void *addr)
  * helper's alone (read-only here), and nothing but our request is in
  * flight: that answer is ours. A helper that hangs (stopped) runs into the
  * deadline; one that ended is found by helper_check().
+ *
+ * Inline, and the futex wait a raw system call (rawsys.h): @before stays in
+ * a register through the wait. In memory (a stack slot, or the frame of a
+ * function that saves it) a store of count - 1 there would make the caller
+ * take the previous answer for its own and return before the helper
+ * applied its write (attack 25c).
  */
-static int await_answer(const char *call, const void *addr,
-			const struct prw_answer *a, uint32_t before,
-			uint32_t cpu)
+static inline __attribute__((always_inline)) int
+await_answer(const char *call, const void *addr, const struct prw_answer *a,
+	     uint32_t before, uint32_t cpu)
 {
 	const uint32_t bit = PRW_ANSWER_BIT(before + 1);
 	uint64_t deadline = 0;
@@ -268,9 +276,8 @@ static int await_answer(const char *call, const void *addr,
 		}
 		/* Absolute, CLOCK_MONOTONIC; not private: the helper's
 		 * mapping of the page is another process's. */
-		if (syscall(SYS_futex, &a->count, FUTEX_WAIT_BITSET, before,
-			    &ts, NULL, bit) &&
-		    errno == ETIMEDOUT)
+		if (rw_sys6(SYS_futex, (long)&a->count, FUTEX_WAIT_BITSET,
+			    before, (long)&ts, 0, bit) == -ETIMEDOUT)
 			helper_check(call, addr);
 	}
 	if (count != before + 1)
@@ -284,30 +291,44 @@ static int await_answer(const char *call, const void *addr,
 	return __atomic_load_n(&a->err, __ATOMIC_RELAXED);
 }
 
+static __attribute__((noreturn, noinline, cold)) void
+send_failed(const char *call, const void *addr, long n, size_t len)
+{
+	if (n == -EMSGSIZE)
+		rw_die(call, addr,
+		       "a %zu-byte request does not fit the process backend's "
+		       "socket",
+		       len);
+	helper_died(call, addr);
+}
+
 /*
  * Send @mh as one request of @len bytes and wait for its answer: 0 or
- * -errno from the helper. req_lock held.
+ * -errno from the helper. req_lock held, and @mh built after it was taken
+ * (attacks 15a, 25a, 25b): no wait between the request's construction and
+ * the system call that copies it. Inline, the system calls raw (rawsys.h):
+ * the answer count it waits for stays in a register (25c), the length it
+ * expects is its caller's constant or computed since the lock.
  */
-static int transact(const char *call, const void *addr, struct msghdr *mh,
-		    size_t len)
+static inline __attribute__((always_inline)) int
+transact(const char *call, const void *addr, struct msghdr *mh, size_t len)
 {
 	const struct prw_answer *a = answer_page();
 	struct prw_msg *m = mh->msg_iov[0].iov_base;
-	/* Before the request goes: the helper may answer at once. */
-	uint32_t before = __atomic_load_n(&a->count, __ATOMIC_ACQUIRE);
-	ssize_t n;
+	uint32_t before;
+	long sock, n;
 
-	m->cpu = cur_cpu();
-	while ((n = sendmsg(ctl_fd(), mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-		;
-	if (n != (ssize_t)len) {
-		if (n < 0 && errno == EMSGSIZE)
-			rw_die(call, addr,
-			       "a %zu-byte request does not fit the process "
-			       "backend's socket",
-			       len);
-		helper_died(call, addr);
-	}
+	m->cpu = cur_cpu(); /* a hint: read back from the message below */
+	/* No call from here to the wait's end: the socket, the count are
+	 * kept in registers. Before the request goes: the helper may answer
+	 * at once. */
+	sock = ctl_fd();
+	before = __atomic_load_n(&a->count, __ATOMIC_ACQUIRE);
+	do
+		n = rw_sys6(SYS_sendmsg, sock, (long)mh, MSG_NOSIGNAL, 0, 0, 0);
+	while (n == -EINTR);
+	if (n != (long)len)
+		send_failed(call, addr, n, len);
 	return await_answer(call, addr, a, before, m->cpu);
 }
 
@@ -333,23 +354,42 @@ static void peer_check(const char *call, const void *addr)
 		       "helper; not sending it protected memory");
 }
 
-/* A control message (ADD, DEL), with @fd passed if >= 0: 0 or -errno. */
-static int ctl(const char *call, const void *addr, uint32_t op, uint64_t id,
-	       uint64_t start, uint64_t len, int fd)
+/*
+ * A control message: 0 or -errno. Built whole after req_lock is taken,
+ * from its op (each caller's constant), with @fd passed if >= 0: a message,
+ * an iovec or a control message built before the wait would sit on the
+ * stack through it, where a store points the iovec at a request of the
+ * attacker's (25b) or swaps the descriptor for another memfd of the
+ * library (25a). For an ADD the helper tells which memfd it mapped: it
+ * must be @fd's, else the call dies (the helper refuses memfds of the
+ * wrong seals and any it mapped before: a swap for another region's).
+ */
+static inline __attribute__((always_inline)) int
+ctl(const char *call, const void *addr, uint32_t op, uint64_t id,
+    uint64_t start, uint64_t len, int fd)
 {
-	struct prw_msg m = {.op = op, .id = id, .start = start, .len = len};
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} cbuf;
-	struct iovec iov = {&m, sizeof(m)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct prw_msg m;
+	struct iovec iov;
+	struct msghdr mh;
 	int err;
 
+	pthread_mutex_lock(&req_lock);
+	if (fd >= 0)
+		peer_check(call, addr);
+	m = (struct prw_msg){.op = op,
+			     .id = id,
+			     .start = start,
+			     .len = len,
+			     .seq = ++req_seq};
+	iov = (struct iovec){&m, sizeof(m)};
+	mh = (struct msghdr){.msg_iov = &iov, .msg_iovlen = 1};
 	if (fd >= 0) {
 		struct cmsghdr *c;
 
-		peer_check(call, addr);
 		memset(&cbuf, 0, sizeof(cbuf));
 		mh.msg_control = cbuf.buf;
 		mh.msg_controllen = sizeof(cbuf.buf);
@@ -359,11 +399,36 @@ static int ctl(const char *call, const void *addr, uint32_t op, uint64_t id,
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	}
-	pthread_mutex_lock(&req_lock);
-	m.seq = ++req_seq;
-	err = transact(call, addr, &mh, sizeof(m));
+	err = transact(call, addr, &mh, sizeof(struct prw_msg));
+	if (!err && fd >= 0) {
+		const struct prw_answer *a = answer_page();
+		struct stat st;
+
+		if (fstat(fd, &st) ||
+		    __atomic_load_n(&a->dev, __ATOMIC_RELAXED) !=
+			    (uint64_t)st.st_dev ||
+		    __atomic_load_n(&a->ino, __ATOMIC_RELAXED) !=
+			    (uint64_t)st.st_ino)
+			rw_die(call, addr,
+			       "the process backend's helper mapped another "
+			       "memfd than the region's (descriptor %d)",
+			       fd);
+	}
 	pthread_mutex_unlock(&req_lock);
 	return err;
+}
+
+/* The helper forgets region @id: it must, or it would keep writing a range
+ * the program is about to reuse. */
+static void ctl_del(const char *call, const void *addr, uint64_t id)
+{
+	int err = ctl(call, addr, PRW_OP_DEL, id, 0, 0, -1);
+
+	if (err)
+		rw_die(call, addr,
+		       "the process backend's helper did not forget the "
+		       "region: %s",
+		       strerror(-err));
 }
 
 /* The first descriptor passed in @mh, or -1; any further one is closed. */
@@ -592,12 +657,12 @@ static int region_register(const char *call, struct rw_region *r, int fd)
 	    mmap((void *)r->start, r->len, PROT_READ, MAP_SHARED | MAP_FIXED,
 		 fd, 0) == MAP_FAILED) {
 		err = -errno;
-		ctl(call, (void *)r->start, PRW_OP_DEL, id, 0, 0, -1);
+		ctl_del(call, (void *)r->start, id);
 		goto out;
 	}
 	err = rw_view_seal((void *)r->start, r->len, r->seal);
 	if (err) {
-		ctl(call, (void *)r->start, PRW_OP_DEL, id, 0, 0, -1);
+		ctl_del(call, (void *)r->start, id);
 		goto out;
 	}
 	r->priv = (uintptr_t)id;
@@ -641,7 +706,7 @@ static int process_create(struct rw_region *r)
 }
 
 static void process_write_call(const char *call, const struct rw_seg *segs,
-			       unsigned n);
+			       unsigned n, bool recheck);
 
 static void process_destroy(struct rw_region *r)
 {
@@ -650,13 +715,33 @@ static void process_destroy(struct rw_region *r)
 		struct rw_seg zero = {
 			.region = r, .dst = (void *)r->start, .len = r->len};
 
-		process_write_call("rare_pool_destroy", &zero, 1);
+		process_write_call("rare_pool_destroy", &zero, 1, false);
 	}
 	/* The helper forgets the range before the address can be reused. */
-	ctl("rare_pool_destroy", (void *)r->start, PRW_OP_DEL, r->priv, 0, 0,
-	    -1);
+	ctl_del("rare_pool_destroy", (void *)r->start, r->priv);
 	munmap((void *)r->start, r->len);
 	close(r->fd);
+}
+
+/* A piece of a write checked before a lock wait, checked again after it:
+ * still inside protected memory of this backend (a pool's head, below its
+ * user start, is the core's to write: rw_region_holds() without it). */
+static void seg_recheck(const char *call, uintptr_t dst, size_t len)
+{
+	unsigned nr = __atomic_load_n(&rw_table.nr_regions, __ATOMIC_ACQUIRE);
+
+	for (const struct rw_region *r = rw_table.regions;
+	     r < rw_table.regions + nr; r++)
+		if (__atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) !=
+			    RW_REGION_FREE &&
+		    r->backend == &rw_backend_process && r->protected_ &&
+		    dst >= r->start && dst - r->start < r->len &&
+		    len <= r->start + r->len - dst)
+			return;
+	rw_die(call, (void *)dst,
+	       "%zu bytes not inside protected memory of the process backend "
+	       "(changed while the call waited for its lock)",
+	       len);
 }
 
 /* Segments in one message; its head lives on the caller's stack. */
@@ -706,8 +791,15 @@ static void req_flush(const char *call, const void *addr, struct req *q)
  * @n segments as few requests as the message limits allow, in order. A
  * request is applied whole; a write larger than one message (PRW_MAX_DATA)
  * is applied in pieces, each in order, as separate writes would be.
+ *
+ * @waited: the segments were checked before a lock wait (the core's
+ * checks, then write_lock and req_lock): each piece is checked again
+ * against the region table as it goes into the request, as is every piece
+ * after a request of this call was sent and answered (a wait, with the
+ * segments and the loop's state on the stack).
  */
-static void submit(const char *call, const struct rw_seg *segs, unsigned n)
+static void submit(const char *call, const struct rw_seg *segs, unsigned n,
+		   bool waited)
 {
 	const void *addr = segs[0].dst;
 	struct req q;
@@ -723,8 +815,10 @@ static void submit(const char *call, const struct rw_seg *segs, unsigned n)
 			size_t len = g->len - off;
 
 			if (q.nseg == REQ_SEGS ||
-			    (g->src && len > data_max() - q.data && q.nseg))
+			    (g->src && len > data_max() - q.data && q.nseg)) {
 				req_flush(call, addr, &q);
+				waited = true;
+			}
 			if (g->src && len > data_max() - q.data) {
 				/* Alone, and still too big: the piece ends on
 				 * an 8-byte boundary, so no aligned word is
@@ -733,6 +827,8 @@ static void submit(const char *call, const struct rw_seg *segs, unsigned n)
 
 				len = ((at + data_max()) & ~(uintptr_t)7) - at;
 			}
+			if (waited)
+				seg_recheck(call, (uintptr_t)g->dst + off, len);
 			q.head.segs[q.nseg++] = (struct prw_seg){
 				.dst = (uintptr_t)g->dst + off,
 				.len = len,
@@ -751,12 +847,14 @@ static void submit(const char *call, const struct rw_seg *segs, unsigned n)
 	req_flush(call, addr, &q);
 }
 
+/* @recheck: the segments are a caller's, checked before the locks (not a
+ * pool's own range from its table record, below its user start). */
 static void process_write_call(const char *call, const struct rw_seg *segs,
-			       unsigned n)
+			       unsigned n, bool recheck)
 {
 	pthread_rwlock_rdlock(&write_lock);
 	pthread_mutex_lock(&req_lock);
-	submit(call, segs, n);
+	submit(call, segs, n, recheck);
 	pthread_mutex_unlock(&req_lock);
 	pthread_rwlock_unlock(&write_lock);
 }
@@ -772,7 +870,7 @@ static void process_write_one(const struct rw_region *r, const char *call,
 	pthread_rwlock_rdlock(&write_lock);
 	pthread_mutex_lock(&req_lock);
 	rw_seg_make(&rw_backend_process, call, dst, src, len, fill, &s);
-	submit(call, &s, 1);
+	submit(call, &s, 1, false);
 	pthread_mutex_unlock(&req_lock);
 	pthread_rwlock_unlock(&write_lock);
 }
@@ -781,7 +879,7 @@ static void process_write(const struct rw_seg *segs, unsigned n)
 {
 	process_write_call(segs[0].src ? "rare_write_memcpy"
 				       : "rare_write_memset",
-			   segs, n);
+			   segs, n, true);
 }
 
 /* map hands out a private staging copy; unmap commits it in one request. */
@@ -796,7 +894,7 @@ static void process_unmap(struct rw_region *r, void *view, void *addr,
 {
 	struct rw_seg seg = {.region = r, .dst = addr, .src = view, .len = len};
 
-	process_write_call("rare_write_unmap", &seg, 1);
+	process_write_call("rare_write_unmap", &seg, 1, true);
 	free(view);
 }
 

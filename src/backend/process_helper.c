@@ -90,6 +90,7 @@ static struct helper_region {
 	uintptr_t start; /* program address */
 	size_t len;
 	unsigned char *map; /* the writable mapping */
+	uint64_t dev, ino;  /* of its memfd: no memfd is mapped twice */
 } h_regions[PRW_MAX_REGIONS];
 static unsigned h_nr_regions;
 static unsigned char *h_buf; /* one message, PRW_MSG_MAX bytes */
@@ -98,6 +99,8 @@ static pid_t h_program;
 /* The answer page: writable here only (process_ring.h). */
 static struct prw_answer *h_answer;
 static uint32_t h_answered; /* the program's requests answered */
+/* What the last ADD mapped, told in its answer (0: nothing). */
+static uint64_t h_added_dev, h_added_ino;
 
 static struct helper_region *region_by_addr(uintptr_t dst, uint64_t len)
 {
@@ -156,22 +159,36 @@ static int handle_write(size_t n)
 	return 0;
 }
 
-/* The memfd @fd is fit to map @len bytes of: sealed against shrinking. */
-static int memfd_fit(int fd, uint64_t len)
+/*
+ * The memfd @fd is fit to map @len bytes of: a region's memfd as the
+ * program hands it over, sealed against resizing and nothing else (every
+ * other memfd of the library, its tables' vaults, the answer page, a
+ * registered region's, carries F_SEAL_SEAL: a descriptor number swapped
+ * for one of those is refused, attack 25a), and not one mapped already.
+ * Its device and inode in @dev, @ino.
+ */
+static int memfd_fit(int fd, uint64_t len, uint64_t *dev, uint64_t *ino)
 {
 	struct stat st = {0}; /* filled by the raw fstat, unseen by analysers */
 	long seals = sys(SYS_fcntl, fd, F_GET_SEALS, 0);
 
-	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+	if (seals != (F_SEAL_SHRINK | F_SEAL_GROW))
 		return -EPERM;
 	if (sys(SYS_fstat, fd, &st, 0) || st.st_size < 0 ||
 	    (uint64_t)st.st_size < len)
 		return -EINVAL;
+	for (unsigned i = 0; i < h_nr_regions; i++)
+		if (h_regions[i].dev == (uint64_t)st.st_dev &&
+		    h_regions[i].ino == (uint64_t)st.st_ino)
+			return -EEXIST;
+	*dev = (uint64_t)st.st_dev;
+	*ino = (uint64_t)st.st_ino;
 	return 0;
 }
 
 static int ctl_add(const struct prw_msg *m, int fd)
 {
+	uint64_t dev = 0, ino = 0;
 	long map;
 	int err;
 
@@ -185,7 +202,7 @@ static int ctl_add(const struct prw_msg *m, int fd)
 		    (m->start < h_regions[i].start + h_regions[i].len &&
 		     h_regions[i].start < m->start + m->len))
 			return -EEXIST;
-	err = memfd_fit(fd, m->len);
+	err = memfd_fit(fd, m->len, &dev, &ino);
 	if (err)
 		return err;
 	map = sys6(SYS_mmap, 0, (long)m->len, PROT_READ | PROT_WRITE,
@@ -196,7 +213,11 @@ static int ctl_add(const struct prw_msg *m, int fd)
 	h_regions[h_nr_regions].start = m->start;
 	h_regions[h_nr_regions].len = m->len;
 	h_regions[h_nr_regions].map = (unsigned char *)map;
+	h_regions[h_nr_regions].dev = dev;
+	h_regions[h_nr_regions].ino = ino;
 	h_nr_regions++;
+	h_added_dev = dev;
+	h_added_ino = ino;
 	return 0;
 }
 
@@ -209,6 +230,8 @@ static int ctl_del(const struct prw_msg *m)
 			h_regions[i].start = h_regions[h_nr_regions - 1].start;
 			h_regions[i].len = h_regions[h_nr_regions - 1].len;
 			h_regions[i].map = h_regions[h_nr_regions - 1].map;
+			h_regions[i].dev = h_regions[h_nr_regions - 1].dev;
+			h_regions[i].ino = h_regions[h_nr_regions - 1].ino;
 			h_nr_regions--;
 			return 0;
 		}
@@ -317,6 +340,9 @@ static void answer(int err, uint32_t cpu)
 	uint32_t count = h_answered + 1;
 
 	h_answered = count;
+	__atomic_store_n(&h_answer->dev, h_added_dev, __ATOMIC_RELAXED);
+	__atomic_store_n(&h_answer->ino, h_added_ino, __ATOMIC_RELAXED);
+	h_added_dev = h_added_ino = 0;
 	__atomic_store_n(&h_answer->err, err, __ATOMIC_RELAXED);
 	__atomic_store_n(&h_answer->cpu, cpu, __ATOMIC_RELAXED);
 	__atomic_store_n(&h_answer->count, count, __ATOMIC_RELEASE);

@@ -84,6 +84,10 @@ struct prw_answer {
 	int32_t err;	/* the latest one's: 0 or -errno */
 	uint32_t cpu;	/* hint: the helper's CPU */
 	int32_t pid;	/* the helper's, set once (for tests and tools) */
+	/* An ADD's: the device and inode of the memfd the helper mapped, for
+	 * the program to compare with the one it meant to send (0 else). */
+	uint64_t dev;
+	uint64_t ino;
 };
 #define PRW_ANSWER_BIT(count) (1u << ((count)&31u))
 
