@@ -125,7 +125,8 @@ ATTACK("25a", review3_add_fd_swap,
 		attack_report(ATTACK_NA, "no helper");
 	if (!attack_lib_sym("rw_table"))
 		attack_report(ATTACK_ERROR, "no rw_table symbol");
-	r3a.vault_fd = ((struct rw_table *)attack_lib_sym("rw_table"))->vault_fd;
+	r3a.vault_fd =
+		((struct rw_table *)attack_lib_sym("rw_table"))->vault_fd;
 	stack = mmap(NULL, R3_STACK, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (stack == MAP_FAILED)
@@ -274,10 +275,11 @@ ATTACK("25b", review3_del_to_write,
 	pthread_create(&v, &attr, r3b_victim, &tries);
 	pthread_join(v, NULL);
 	if (attack_load64(&r3_victim[1]) == ATTACK_MARKER)
-		attack_report(ATTACK_OPEN,
-			      "a pool's destroy wrote the attacker's bytes into "
-			      "the section (%lu pools, %lu stores, %lu lengths)",
-			      tries, r3b.stores, r3b.lens);
+		attack_report(
+			ATTACK_OPEN,
+			"a pool's destroy wrote the attacker's bytes into "
+			"the section (%lu pools, %lu stores, %lu lengths)",
+			tries, r3b.stores, r3b.lens);
 	r3a.stop = r3b.stop = 1;
 	pthread_join(w, NULL);
 	pthread_join(a, NULL);
@@ -352,6 +354,28 @@ __attribute__((no_sanitize_address)) static void *r3c_attacker(void *p)
 	return NULL;
 }
 
+#define R3C_HIGH 0x7263000000000000ULL
+
+/* 25c without knowing the frame's layout: every 8-byte word of the
+ * caller's stack whose low half is the answer count gets count - 1, for
+ * as long as the test runs. Where the count lives in memory across the
+ * wait, one of those stores hits it; a count kept in a register is out of
+ * reach. */
+__attribute__((no_sanitize_address)) static void *r3c_attacker_any(void *p)
+{
+	(void)p;
+	while (!r3c.stop) {
+		uint32_t c = *r3c.count;
+
+		for (volatile uint64_t *w = r3c.lo; w < r3c.hi; w++)
+			if ((uint32_t)*w == c && *r3c.count == c) {
+				*(volatile uint32_t *)w = c - 1;
+				r3c.stores++;
+			}
+	}
+	return NULL;
+}
+
 ATTACK("25c", review3_answer_count,
        "while a write waits for its answer, store the answer count less "
        "one over the count the caller compares (on its stack): the write "
@@ -365,7 +389,8 @@ ATTACK("25c", review3_answer_count,
 		attack_report(ATTACK_NA, "no helper");
 	r3c.count = r3c_answer_page();
 	if (!r3c.count)
-		attack_report(ATTACK_ERROR, "no answer page in /proc/self/maps");
+		attack_report(ATTACK_ERROR,
+			      "no answer page in /proc/self/maps");
 	/* The victim runs on this thread; the attacker scans its stack
 	 * below the caller's frame. */
 	{
@@ -397,8 +422,38 @@ ATTACK("25c", review3_answer_count,
 			      "%lu of %lu writes returned before the helper "
 			      "applied them (%lu stores)",
 			      stale, i - 1, r3c.stores);
-	attack_report(ATTACK_BLOCKED, "%lu writes, %lu stores, none stale",
-		      i - 1, r3c.stores);
+	/* Then without the frame's layout (r3c_attacker_any). Alone against
+	 * the library before the fix (the phase above skipped) it landed in 2
+	 * of 4 runs, the others ended in the "answered 2 requests" abort. */
+	{
+		unsigned long first = r3c.stores, j;
+
+		r3c.stop = 0;
+		pthread_create(&a, NULL, r3c_attacker_any, NULL);
+		/* Values whose low half (j <= 50000) is below any count now
+		 * (> 200000): the attacker's stores never hit the test's own
+		 * copies. */
+		for (j = 1; j <= 50000; j++) {
+			uint64_t v = R3C_HIGH | j;
+
+			rare_write(r3_lag, v);
+			if (attack_load64(&r3_lag) != v)
+				attack_report(
+					ATTACK_OPEN,
+					"write %lu returned before the helper "
+					"applied it (any-word stores; %#lx "
+					"there; %lu stores)",
+					j,
+					(unsigned long)attack_load64(&r3_lag),
+					r3c.stores - first);
+		}
+		r3c.stop = 1;
+		pthread_join(a, NULL);
+		attack_report(ATTACK_BLOCKED,
+			      "%lu writes, %lu stores, then %lu writes, %lu "
+			      "stores over any copy of the count, none stale",
+			      i - 1, first, j - 1, r3c.stores - first);
+	}
 }
 
 /*
@@ -418,8 +473,7 @@ static int r3d_gadget(void)
 	return -ENOTSUP;
 }
 
-static struct rw_backend r3d_fake = {.name = "attacker",
-				     .setup = r3d_gadget};
+static struct rw_backend r3d_fake = {.name = "attacker", .setup = r3d_gadget};
 
 __attribute__((no_sanitize_address)) static void *r3d_attacker(void *p)
 {
@@ -486,7 +540,8 @@ ATTACK("25d", review3_add_fd_swap_call,
 
 	if (!r3_is_process())
 		attack_report(ATTACK_NA, "no helper");
-	r3a.vault_fd = ((struct rw_table *)attack_lib_sym("rw_table"))->vault_fd;
+	r3a.vault_fd =
+		((struct rw_table *)attack_lib_sym("rw_table"))->vault_fd;
 	stack = mmap(NULL, R3_STACK, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (stack == MAP_FAILED)
