@@ -56,7 +56,6 @@
 #include "process_helper.h"
 #include "process_ring.h"
 #include "../rawsys.h"
-#include "../table.h"
 
 /* This backend's ops table (at the end), listed in backends.c. */
 extern const struct rw_backend rw_backend_process RW_HIDDEN;
@@ -730,20 +729,14 @@ static void process_destroy(struct rw_region *r)
  * user start, is the core's to write: rw_region_holds() without it). */
 static void seg_recheck(const char *call, uintptr_t dst, size_t len)
 {
-	unsigned nr = __atomic_load_n(&rw_table.nr_regions, __ATOMIC_ACQUIRE);
+	const struct rw_region *r = rw_region_lookup((const void *)dst);
 
-	for (const struct rw_region *r = rw_table.regions;
-	     r < rw_table.regions + nr; r++)
-		if (__atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) !=
-			    RW_REGION_FREE &&
-		    r->backend == &rw_backend_process && r->protected_ &&
-		    dst >= r->start && dst - r->start < r->len &&
-		    len <= r->start + r->len - dst)
-			return;
-	rw_die(call, (void *)dst,
-	       "%zu bytes not inside protected memory of the process backend "
-	       "(changed while the call waited for its lock)",
-	       len);
+	if (!r || r->backend != &rw_backend_process || !r->protected_ ||
+	    len > r->start + r->len - dst)
+		rw_die(call, (void *)dst,
+		       "%zu bytes not inside protected memory of the process "
+		       "backend (changed while the call waited for its lock)",
+		       len);
 }
 
 /* Segments in one message; its head lives on the caller's stack. */
