@@ -26,10 +26,25 @@
 #include "critical.h"
 #include "table.h"
 
+/*
+ * Lock order, the order fork_prepare() takes them in: views_lock,
+ * registry_lock, maps_lock, nested_lock, then the backends' own
+ * (their fork_prepare hooks: the memfd write lock, flip_lock, records_lock,
+ * the process write lock). A thread holds views_lock shared from
+ * rare_write_map() to rare_write_unmap() on a backend whose view must not
+ * reach a fork child (fork_waits_for_views), and may call anything of the
+ * library meanwhile; so fork waits for it first, holding nothing it may
+ * need. (shadow held the memfd write lock over its maps instead, which
+ * fork took after maps_lock: unmap waited for fork, fork for unmap.)
+ */
+static pthread_rwlock_t views_lock = PTHREAD_RWLOCK_INITIALIZER;
 /* Serialises init, region creation and destruction, and fork. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t nested_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Maps of this thread that hold views_lock: its own fork() would wait for
+ * itself. A hint: forged, that fork() aborts, or waits for good. */
+static __thread unsigned views_held;
 
 /*
  * Refuse to open a window inside fork(), where the C library runs at-fork
@@ -391,6 +406,10 @@ struct rare_write_mapping rare_write_map(void *addr, size_t len)
 	protected_ = __atomic_load_n(&r->protected_, __ATOMIC_ACQUIRE);
 	if (protected_ && r->backend->dontfork_views)
 		rw_owner_check("rare_write_map", addr);
+	if (protected_ && r->backend->fork_waits_for_views) {
+		pthread_rwlock_rdlock(&views_lock);
+		views_held++;
+	}
 	m.addr = protected_ ? r->backend->map(r, addr, len) : addr;
 	maps_insert(&m, protected_);
 	return m;
@@ -406,9 +425,24 @@ void rare_write_unmap(struct rare_write_mapping m)
 	/* From here on only the table's record: after the lock wait. */
 	r = rw_region_of("rare_write_unmap", (void *)rec.start,
 			 rec.end - rec.start);
-	if (rec.backend)
-		r->backend->unmap(r, (void *)rec.view, (void *)rec.start,
-				  rec.end - rec.start);
+	if (!rec.backend)
+		return;
+	r->backend->unmap(r, (void *)rec.view, (void *)rec.start,
+			  rec.end - rec.start);
+	if (r->backend->fork_waits_for_views) {
+		if (views_held) /* 0: unmapped on another thread than mapped */
+			views_held--;
+		pthread_rwlock_unlock(&views_lock);
+	}
+}
+
+void rw_fork_refuse_own_views(void)
+{
+	if (views_held)
+		rw_die("fork", NULL,
+		       "called with a rare_write_map() open on this thread "
+		       "on a backend that holds fork() off until unmap: it "
+		       "would wait for itself");
 }
 
 static int backend_use(const struct rw_backend *b)
@@ -647,6 +681,7 @@ static void fork_prepare(void)
 {
 	int p[2];
 
+	pthread_rwlock_wrlock(&views_lock);
 	pthread_mutex_lock(&registry_lock);
 	pthread_mutex_lock(&maps_lock);
 	pthread_mutex_lock(&nested_lock);
@@ -674,6 +709,7 @@ static void fork_parent(void)
 	pthread_mutex_unlock(&nested_lock);
 	pthread_mutex_unlock(&maps_lock);
 	pthread_mutex_unlock(&registry_lock);
+	pthread_rwlock_unlock(&views_lock);
 }
 
 /*
@@ -749,6 +785,7 @@ static void fork_child(void)
 	pthread_mutex_init(&nested_lock, NULL);
 	pthread_mutex_init(&maps_lock, NULL);
 	pthread_mutex_init(&registry_lock, NULL);
+	pthread_rwlock_init(&views_lock, NULL);
 }
 
 /* RAREWRITE_BACKEND names no backend: say which it may name. */

@@ -64,6 +64,10 @@ struct rw_backend {
 	/* Changes its pages' protection on every write, so its views cannot
 	 * be mseal()ed (mprotect). */
 	bool flips_pages;
+	/* A view map() hands out must be gone before fork() copies the
+	 * regions (shadow's alias is a writable mapping of the memfd): the
+	 * core holds fork off from map to unmap (core.c, views_lock). */
+	bool fork_waits_for_views;
 
 	/* Probe the machine and set up process-wide state: 0 or -errno. */
 	int (*setup)(void);

@@ -328,8 +328,62 @@ TEST(fork_while_writing_snapshots_consistently, EXPECT_PASS)
  * fork waits: shadow's map held the memfd write lock until unmap, fork
  * took maps_lock and registry_lock before it, and unmap needed maps_lock:
  * a deadlock (and so did a pool's destroy, on registry_lock). Each case
- * runs in a child of its own that a hang kills.
+ * runs in a child of its own, killed if it hangs.
  */
+/*
+ * run_in_child() that gives up after 20 s: the child is killed (SIGKILL,
+ * with its process group: a hung grandchild too) and -1 returned. The
+ * timeout is the parent's, since a hang inside fork() has every signal but
+ * the synchronous ones blocked (fork.c): an alarm() of the child's own
+ * would never arrive. The child's stderr goes to @msg (NULL: kept).
+ */
+static int run_in_child_timed(void (*fn)(void *), void *arg, char *msg,
+			      size_t cap)
+{
+	int p[2], status;
+	size_t got = 0;
+	pid_t pid;
+
+	CHECK(pipe(p) == 0);
+	fflush(NULL);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		setpgid(0, 0);
+		close(p[0]);
+		if (msg)
+			dup2(p[1], STDERR_FILENO);
+		close(p[1]);
+		fn(arg);
+		_exit(0);
+	}
+	close(p[1]);
+	CHECK(fcntl(p[0], F_SETFL, O_NONBLOCK) == 0);
+	for (unsigned ms = 0;; ms += 10) {
+		pid_t done = waitpid(pid, &status, WNOHANG);
+		ssize_t n;
+
+		CHECK(done >= 0);
+		while (msg && got + 1 < cap &&
+		       (n = read(p[0], msg + got, cap - 1 - got)) > 0)
+			got += (size_t)n;
+		if (done == pid)
+			break;
+		if (ms >= 20000) {
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			status = -1;
+			break;
+		}
+		usleep(10000);
+	}
+	close(p[0]);
+	if (msg)
+		msg[got] = 0;
+	return status;
+}
+
 enum map_fork_step { MAP_FORK_UNMAP, MAP_FORK_WRITE, MAP_FORK_DESTROY };
 
 static volatile pid_t forker_tid;
@@ -387,7 +441,6 @@ static void map_while_forking(void *arg)
 	struct rare_pool *other;
 	pthread_t t;
 
-	alarm(20); /* a deadlock dies by SIGALRM */
 	setup();
 	other = rare_pool_create(1 << 16);
 	CHECK(other);
@@ -413,16 +466,62 @@ TEST(fork_while_another_thread_maps, EXPECT_PASS)
 	unsigned failed = 0;
 
 	for (uintptr_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-		int status = run_in_child(map_while_forking, (void *)i);
+		int status = run_in_child_timed(map_while_forking, (void *)i,
+						NULL, 0);
 
 		if (status == CHILD_OK)
 			continue;
 		fprintf(stderr, "map, fork on another thread, %s: %s\n",
 			steps[i],
-			child_killed_by(status) == SIGALRM
-				? "deadlock (killed after 20 s)"
-				: "failed");
+			status == -1 ? "deadlock (killed after 20 s)"
+				     : "failed");
 		failed++;
 	}
 	CHECK(!failed);
+}
+
+/* The mapping thread forks itself: where fork() waits for the map (shadow)
+ * it would wait for itself, so it aborts naming fork; elsewhere the child
+ * gets its copy and the parent unmaps. */
+static void map_then_fork(void *unused)
+{
+	struct rare_write_mapping m;
+	int status;
+	pid_t pid;
+
+	(void)unused;
+	setup();
+	m = rare_write_map(&value, sizeof(value));
+	*(long *)m.addr = 2;
+	pid = fork();
+	if (!pid)
+		_exit(0);
+	CHECK(pid > 0);
+	CHECK(waitpid(pid, &status, 0) == pid && status == 0);
+	rare_write_unmap(m);
+	CHECK(value == 2);
+}
+
+TEST(fork_inside_own_map, EXPECT_PASS)
+{
+	static const char want[] = "rarewrite: fork((nil)): called with a "
+				   "rare_write_map() open on this thread";
+	char msg[1024];
+	int status;
+
+	init();
+	status = run_in_child_timed(map_then_fork, NULL, msg, sizeof(msg));
+	if (status == -1)
+		fprintf(stderr, "fork inside the thread's own map: deadlock "
+				"(killed after 20 s)\n");
+	if (strcmp(rare_write_backend(), "shadow")) {
+		CHECK(status == CHILD_OK);
+		return;
+	}
+	if (child_killed_by(status) != SIGABRT ||
+	    strncmp(msg, want, sizeof(want) - 1))
+		fprintf(stderr, "want SIGABRT and '%s...', got %#x: '%s'\n",
+			want, status, msg);
+	CHECK(child_killed_by(status) == SIGABRT);
+	CHECK(strncmp(msg, want, sizeof(want) - 1) == 0);
 }
