@@ -82,5 +82,8 @@ const struct attack_expect attack_table[] = {
 	{"23b", {B, B, B, B, B}},
 	{"23c", {B, B, B, B, B}},
 	{"24", {O, NA, NA, NA, NA}},
+	/* Lock words released by a store while held (25, attack_locks.c). */
+	{"25a", {O, O, O, O, O}},
+	{"25b", {O, O, O, O, O}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
