@@ -4,17 +4,15 @@
  * load and a store, and rare_write(x, x + 1) or rare_write(x, x | F) from
  * two threads can lose one update. rare_write_add(), rare_write_or() and
  * rare_write_and() serialise every such update in the process behind one
- * lock, so concurrent updates all land; readers see old or new, never a
- * mix.
+ * lock (one no store can release, klock.c), so concurrent updates all land;
+ * readers see old or new, never a mix.
  */
-#include <pthread.h>
+#include <pthread.h> /* pthread_sigmask */
 #include <signal.h>
 #include <stdint.h>
 
 #include "rarewrite.h"
 #include "internal.h"
-
-static pthread_mutex_t add_lock = PTHREAD_MUTEX_INITIALIZER;
 
 enum rmw_op { RMW_ADD, RMW_OR, RMW_AND };
 
@@ -31,7 +29,9 @@ static unsigned long long apply(enum rmw_op op, unsigned long long v,
 	}
 }
 
-/* *@dst = *@dst @op @operand, under add_lock: the new value. */
+/* *@dst = *@dst @op @operand, under the add lock (klock.c: a mutex word
+ * released by a store would let two updates race, one lost): the new
+ * value. */
 static unsigned long long rmw(const char *call, void *dst, size_t size,
 			      enum rmw_op op, unsigned long long operand)
 {
@@ -51,7 +51,7 @@ static unsigned long long rmw(const char *call, void *dst, size_t size,
 	 * held. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &saved);
-	pthread_mutex_lock(&add_lock);
+	rw_klock_take(RW_KLOCK_ADD);
 	switch (size) {
 	case 1:
 		v = apply(op, *(const volatile uint8_t *)dst, operand);
@@ -70,7 +70,7 @@ static unsigned long long rmw(const char *call, void *dst, size_t size,
 		n.u64 = v;
 	}
 	rw_write_args(call, dst, &n, size, 0);
-	pthread_mutex_unlock(&add_lock);
+	rw_klock_give(RW_KLOCK_ADD);
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	return v;
 }

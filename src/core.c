@@ -759,6 +759,7 @@ static void fork_child(void)
 	reserve_views();
 	/* Maps a page: after the views' places are held. */
 	rw_owner_claim(&rw_table.owner);
+	rw_klock_child(); /* before any hook can take one */
 	FOR_EACH_FORK_HOOK(fork_child);
 	/* Only the forking thread lives on, under a new id. */
 	memset(rw_table.nested, 0, sizeof(rw_table.nested));
@@ -924,6 +925,9 @@ static int register_atfork(const char *call)
 		return 0;
 	err = rw_fork_setup(); /* fork.c: the fork() the hooks run in */
 	if (!err)
+		err = rw_klock_setup(); /* klock.c: before anything is written
+					 */
+	if (!err)
 		err = -pthread_atfork(fork_prepare, fork_parent, fork_child);
 	if (err)
 		rw_say(call, "cannot set up the fork hooks: %s",
@@ -959,6 +963,8 @@ static void table_check(const char *call)
 		   rw_table.nr_nested > RW_MAX_NESTED || rw_table.initialised ||
 		   rw_table.atfork_registered || rw_table.fork_mark ||
 		   rw_table.fork_token[0] != -1 ||
+		   rw_table.klocks[RW_KLOCK_ADD][0] != -1 ||
+		   rw_table.klocks[RW_KLOCK_POOL][0] != -1 ||
 		   (rw_table.backend && rw_backend_index(rw_table.backend) < 0);
 
 	for (unsigned i = 0; i < RW_MAX_BACKENDS; i++)

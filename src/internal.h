@@ -253,6 +253,13 @@ RW_HIDDEN void rw_seg_make(const struct rw_backend *b, const char *call,
 			   struct rw_seg *out);
 RW_HIDDEN bool rw_initialised(void);
 
+/* klock.c: locks whose state is in the kernel, so that no store releases
+ * one while it is held (attack 25): rare_write_add() and friends, and
+ * every pool's allocation. */
+enum rw_klock { RW_KLOCK_ADD, RW_KLOCK_POOL, RW_NR_KLOCKS };
+RW_HIDDEN void rw_klock_take(enum rw_klock k);
+RW_HIDDEN void rw_klock_give(enum rw_klock k);
+
 /* section.c: abort if the program holds a copy relocation of a variable in
  * a shared library's registered __wr_rare section (the live variable would
  * sit in the program's writable .bss). A no-op in static programs. */

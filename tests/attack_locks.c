@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * attack_locks.c - scenario 25: a lock word of the library released by a
- * store while its owner is inside the critical section (class 2 of issue
+ * attack_locks.c - scenario 25: the library's lock words released by a
+ * store while their owner is inside the critical section (class 2 of issue
  * 26). A corrupted lock word may serialise (deadlock) or abort, never
  * corrupt protected state: a lost rare_write_add(), one object handed out
  * twice.
@@ -9,12 +9,13 @@
  * Deterministic, not a race: the attack child traces the victim thread of
  * a child of its own with a hardware watchpoint on the protected word the
  * critical section reads (the counter, the pool's slot bitmap). At the
- * n-th read made while the lock word is held (n = 1, 2, ...: every such
- * moment in turn, a fresh victim each), it stores zeroes over the lock
- * word (PTRACE_POKEDATA: the arbitrary-write primitive, at the worst
- * moment), lets a second thread of the victim make the same call, then
- * lets the victim go on. The second call waiting for good counts as held
- * (serialised), so does an abort.
+ * n-th access to it during the call (n = 1, 2, ...: every such moment in
+ * turn, a fresh victim each) it stores zeroes over every lock word of the
+ * library that is held (each object whose name says lock: mutexes and
+ * rwlocks, found in the library's symbol table; PTRACE_POKEDATA is the
+ * arbitrary-write primitive, at the worst moment), lets a second thread of
+ * the victim make the same call, then lets the victim go on. The second
+ * call waiting for good counts as held (serialised), so does an abort.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,7 +24,9 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
@@ -36,15 +39,13 @@
 static uint64_t counter __wr_rare __attribute__((aligned(64)));
 
 struct lock_case {
-	const char *lock;	    /* the lock's symbol in the library */
-	size_t (*lock_off)(void);   /* the lock word within it */
-	void (*setup)(void);	    /* before the victim is forked */
+	void (*setup)(void);	    /* before the victims are forked */
 	void (*call)(int who);	    /* 0: the victim, 1: the second thread */
-	const void *(*watch)(void); /* the protected word read under lock */
+	const void *(*watch)(void); /* the protected word the call reads */
 	bool (*landed)(char *what, size_t cap); /* after both calls */
 };
 
-/* ---- 25a: rare_write_add() under add_lock ---- */
+/* ---- 25a: rare_write_add() ---- */
 
 static void add_setup(void)
 {
@@ -69,7 +70,7 @@ static bool add_landed(char *what, size_t cap)
 	return counter != 2;
 }
 
-/* ---- 25b: rare_alloc() under the pool's lock ---- */
+/* ---- 25b: rare_alloc() ---- */
 
 static struct rare_pool *pool;
 static void *objs[2];
@@ -90,17 +91,6 @@ static void alloc_call(int who)
 static const void *alloc_watch(void)
 {
 	return &pool->meta[0].used_slots[0];
-}
-
-/* pool.c's pool_lock(): pools hash onto 16 locks by address. */
-static size_t alloc_lock_off(void)
-{
-	return ((uintptr_t)pool >> 12) % 16 * sizeof(pthread_mutex_t);
-}
-
-static size_t no_off(void)
-{
-	return 0;
 }
 
 static bool alloc_landed(char *what, size_t cap)
@@ -142,6 +132,11 @@ static void *second(void *unused)
 	return NULL;
 }
 
+static void on_returned(int sig)
+{
+	(void)sig;
+}
+
 static void victim(const struct lock_case *lc, struct pipes *p)
 {
 	pid_t tid = (pid_t)syscall(SYS_gettid);
@@ -149,6 +144,8 @@ static void victim(const struct lock_case *lc, struct pipes *p)
 	pthread_t t;
 	bool landed;
 
+	prctl(PR_SET_PDEATHSIG, SIGKILL); /* no victim outlives its attacker */
+	signal(SIGUSR2, on_returned);
 	victim_case = lc;
 	victim_pipes = p;
 	if (pthread_create(&t, NULL, second, NULL))
@@ -156,6 +153,9 @@ static void victim(const struct lock_case *lc, struct pipes *p)
 	put(p->tid[1], &tid, sizeof(tid));
 	get(p->start[0], &c, 1);
 	lc->call(0);
+	/* Tell the tracer the call returned: a signal stops a traced thread
+	 * (it waits for no more accesses then). */
+	syscall(SYS_tgkill, getpid(), tid, SIGUSR2);
 	pthread_join(t, NULL);
 	landed = lc->landed(what, sizeof(what));
 	put(p->verdict[1], landed ? "L" : "H", 1);
@@ -164,6 +164,69 @@ static void victim(const struct lock_case *lc, struct pipes *p)
 }
 
 /* ---- the attacker (the attack child, tracing the victim) ---- */
+
+/* The library's lock objects: mutexes (40 bytes each) and rwlocks (56),
+ * named so; their addresses are the same in the victims (forks). */
+struct lock_obj {
+	char name[32];
+	uintptr_t addr;
+	size_t size, each;
+};
+static struct lock_obj locks[32];
+static unsigned nr_locks;
+
+static void find_lock(const char *name, void *addr, size_t size, bool tls,
+		      bool ours, void *arg)
+{
+	size_t each =
+		size % sizeof(pthread_rwlock_t) == 0  ? sizeof(pthread_rwlock_t)
+		: size % sizeof(pthread_mutex_t) == 0 ? sizeof(pthread_mutex_t)
+						      : 0;
+
+	(void)arg;
+	if (tls || !ours || !each || !strstr(name, "lock") ||
+	    nr_locks == sizeof(locks) / sizeof(locks[0]))
+		return;
+	locks[nr_locks] = (struct lock_obj){
+		.addr = (uintptr_t)addr, .size = size, .each = each};
+	snprintf(locks[nr_locks].name, sizeof(locks[0].name), "%s", name);
+	nr_locks++;
+}
+
+/* Store zeroes over every held lock of the library in the stopped
+ * victim: a mutex's lock and owner words, an rwlock's readers, writers,
+ * futexes and current writer. Says which into @what. */
+static void release_locks(pid_t tid, char *what, size_t cap)
+{
+	size_t n = 0;
+
+	what[0] = 0;
+	for (unsigned i = 0; i < nr_locks; i++)
+		for (size_t off = 0; off < locks[i].size;
+		     off += locks[i].each) {
+			uintptr_t at = locks[i].addr + off;
+
+			if (getenv("ATTACK_LOCKS_DEBUG"))
+				fprintf(stderr, "%s+%zu at %#lx: %#lx %#lx\n",
+					locks[i].name, off, (unsigned long)at,
+					ptrace(PTRACE_PEEKDATA, tid, at, 0),
+					ptrace(PTRACE_PEEKDATA, tid, at + 8,
+					       0));
+
+			if (!ptrace(PTRACE_PEEKDATA, tid, at, 0) &&
+			    !ptrace(PTRACE_PEEKDATA, tid, at + 8, 0))
+				continue;
+			ptrace(PTRACE_POKEDATA, tid, at, 0L);
+			ptrace(PTRACE_POKEDATA, tid, at + 8, 0L);
+			if (locks[i].each == sizeof(pthread_rwlock_t))
+				ptrace(PTRACE_POKEDATA, tid, at + 24, 0L);
+			n += (size_t)snprintf(what + n, n < cap ? cap - n : 0,
+					      "%s%s", n ? ", " : "",
+					      locks[i].name);
+		}
+	if (!n)
+		snprintf(what, cap, "none held");
+}
 
 static bool wait_fd(int fd, int ms)
 {
@@ -187,14 +250,15 @@ static void set_watch(pid_t tid, const void *addr)
 
 enum round { ROUND_LANDED, ROUND_HELD, ROUND_NO_MOMENT };
 
-/* One victim; the lock word is released at its @nth read of the watched
- * word under the lock. */
-static enum round attack_round(const struct lock_case *lc, uintptr_t lock,
-			       unsigned nth, char *what, size_t cap)
+/* One victim, attacked at its @nth access to the watched word; what was
+ * released and what came of it in @what. */
+static enum round attack_round(const struct lock_case *lc, unsigned nth,
+			       char *what, size_t cap)
 {
+	char released[160] = "", result[200] = "";
 	struct pipes p;
 	unsigned seen = 0;
-	bool released = false;
+	bool attacked = false;
 	int status;
 	pid_t pid, tid;
 	char v = 0;
@@ -213,7 +277,6 @@ static enum round attack_round(const struct lock_case *lc, uintptr_t lock,
 	    ptrace(PTRACE_INTERRUPT, tid, 0, 0) ||
 	    waitpid(tid, &status, __WALL) != tid)
 		attack_report(ATTACK_ERROR, "ptrace: %s", strerror(errno));
-	/* The watched word's address is the same in the victim (a fork). */
 	set_watch(tid, lc->watch());
 	ptrace(PTRACE_CONT, tid, 0, 0);
 	put(p.start[1], "s", 1);
@@ -226,98 +289,95 @@ static enum round attack_round(const struct lock_case *lc, uintptr_t lock,
 		if (WSTOPSIG(status) == SIGTRAP &&
 		    !ptrace(PTRACE_GETSIGINFO, tid, 0, &si) &&
 		    si.si_code == 4 /* TRAP_HWBKPT */) {
-			long word = ptrace(PTRACE_PEEKDATA, tid, lock, 0);
-
-			if (word != 0 && ++seen == nth) {
+			if (++seen == nth) {
 				attack_begin();
-				/* The lock word and its owner: free. */
-				ptrace(PTRACE_POKEDATA, tid, lock, 0L);
-				ptrace(PTRACE_POKEDATA, tid, lock + 8, 0L);
-				released = true;
+				release_locks(tid, released, sizeof(released));
+				attacked = true;
 				put(p.go[1], "g", 1);
-				/* The second call done, or waiting on some
-				 * other lock (serialised): 2 s either way. */
+				/* The second call done, or waiting
+				 * (serialised): 2 s either way. */
 				wait_fd(p.done[0], 2000);
 				set_watch(tid, NULL);
 				ptrace(PTRACE_DETACH, tid, 0, 0);
 				break;
 			}
+		} else if (WSTOPSIG(status) == SIGUSR2) {
+			break; /* the call returned: no access left */
 		} else if (!(status >> 16)) {
 			sig = WSTOPSIG(status);
 		}
 		ptrace(PTRACE_CONT, tid, 0, sig);
 	}
-	if (!released) {
+	if (!attacked) {
 		set_watch(tid, NULL);
 		ptrace(PTRACE_DETACH, tid, 0, 0);
 		put(p.go[1], "g", 1);
 	}
 	if (wait_fd(p.verdict[0], 5000)) {
 		get(p.verdict[0], &v, 1);
-		get(p.verdict[0], what, cap);
+		get(p.verdict[0], result, sizeof(result));
 	} else {
 		kill(pid, SIGKILL);
-		snprintf(what, cap, "the calls waited for good (serialised)");
+		snprintf(result, sizeof(result),
+			 "the calls waited for good (serialised)");
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT)
-		snprintf(what, cap, "the library aborted");
+		snprintf(result, sizeof(result), "the library aborted");
 	for (int *fd = &p.tid[0]; fd <= &p.verdict[1]; fd++)
 		close(*fd);
-	if (!released)
+	snprintf(what, cap, "at access %u, released %s: %s", nth, released,
+		 result);
+	fprintf(stderr, "attack_locks: %s\n", what);
+	if (!attacked)
 		return ROUND_NO_MOMENT;
 	return v == 'L' ? ROUND_LANDED : ROUND_HELD;
 }
 
 static void lock_attack(const struct lock_case *lc)
 {
-	char *lock = attack_lib_sym(lc->lock), what[200] = "";
+	char what[400] = "", last[400] = "";
+	unsigned nth;
 
-	if (!lock)
-		attack_report(ATTACK_ERROR, "no symbol '%s'", lc->lock);
+	attack_lib_each_object(find_lock, NULL);
+	if (!nr_locks)
+		attack_report(ATTACK_ERROR, "no lock object in the library");
 	lc->setup(); /* the victims are forks: the same addresses */
-	if (!lc->watch())
-		attack_report(ATTACK_ERROR, "no word to watch");
-	for (unsigned nth = 1; nth <= 8; nth++) {
-		enum round r =
-			attack_round(lc, (uintptr_t)lock + lc->lock_off(), nth,
-				     what, sizeof(what));
+	for (nth = 1; nth <= 8; nth++) {
+		enum round r = attack_round(lc, nth, what, sizeof(what));
 
 		if (r == ROUND_LANDED)
-			attack_report(ATTACK_OPEN, "%s released at read %u: %s",
-				      lc->lock, nth, what);
-		if (r == ROUND_NO_MOMENT) {
-			if (nth == 1)
-				attack_report(ATTACK_ERROR,
-					      "the watched word was never "
-					      "read with %s held",
-					      lc->lock);
+			attack_report(ATTACK_OPEN, "%s", what);
+		if (r == ROUND_NO_MOMENT)
 			break;
-		}
+		memcpy(last, what, sizeof(last));
 	}
-	attack_report(ATTACK_BLOCKED, "%s released at every read under it: %s",
-		      lc->lock, what);
+	if (nth == 1)
+		attack_report(ATTACK_ERROR, "the call never read the watched "
+					    "word");
+	attack_report(ATTACK_BLOCKED, "attacked at each of %u accesses; %s",
+		      nth - 1, last);
 }
 
 ATTACK("25a", lock_add,
-       "release `rare_write_add`'s lock by a store while its owner is "
-       "inside (after its read); a second thread adds meanwhile")
+       "release every held lock word by a store while `rare_write_add` is "
+       "inside (at each access to its integer); a second thread adds "
+       "meanwhile")
 {
-	static const struct lock_case lc = {"add_lock", no_off,	   add_setup,
-					    add_call,	add_watch, add_landed};
+	static const struct lock_case lc = {add_setup, add_call, add_watch,
+					    add_landed};
 
 	lock_attack(&lc);
 }
 
 ATTACK("25b", lock_pool,
-       "release a pool's allocation lock by a store while its owner is "
-       "inside (after its read of the slot bitmap); a second thread "
+       "release every held lock word by a store while `rare_alloc` is "
+       "inside (at each access to the slot bitmap); a second thread "
        "allocates meanwhile")
 {
-	static const struct lock_case lc = {"pool_locks", alloc_lock_off,
-					    alloc_setup,  alloc_call,
-					    alloc_watch,  alloc_landed};
+	static const struct lock_case lc = {alloc_setup, alloc_call,
+					    alloc_watch, alloc_landed};
 
 	lock_attack(&lc);
 }

@@ -730,7 +730,9 @@ ATTACK("15c", scribble_alloc,
 
 	pools();
 	/* The pool's locks alone: with the other values rewritten too, the
-	 * segment checks abort first, and other locks deadlock (15a-15e). */
+	 * segment checks abort first, and other locks deadlock (15a-15e).
+	 * The pool's lock has had no word since 25b (a pipe, klock.c): this
+	 * name matches nothing, no lock is released; 25b proves the lock. */
 	sc.lock_only = "pool_locks";
 	chk.others_write = true;
 	pthread_create(&t, NULL, second_allocator, NULL);

@@ -83,7 +83,7 @@ const struct attack_expect attack_table[] = {
 	{"23c", {B, B, B, B, B}},
 	{"24", {O, NA, NA, NA, NA}},
 	/* Lock words released by a store while held (25, attack_locks.c). */
-	{"25a", {O, O, O, O, O}},
-	{"25b", {O, O, O, O, O}},
+	{"25a", {B, B, B, B, B}},
+	{"25b", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
