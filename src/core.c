@@ -436,15 +436,6 @@ void rare_write_unmap(struct rare_write_mapping m)
 	}
 }
 
-void rw_fork_refuse_own_views(void)
-{
-	if (views_held)
-		rw_die("fork", NULL,
-		       "called with a rare_write_map() open on this thread "
-		       "on a backend that holds fork() off until unmap: it "
-		       "would wait for itself");
-}
-
 static int backend_use(const struct rw_backend *b)
 {
 	unsigned i;
@@ -681,6 +672,11 @@ static void fork_prepare(void)
 {
 	int p[2];
 
+	if (views_held)
+		rw_die("fork", NULL,
+		       "called with a rare_write_map() open on this thread "
+		       "on a backend that holds fork() off until unmap: it "
+		       "would wait for itself");
 	pthread_rwlock_wrlock(&views_lock);
 	pthread_mutex_lock(&registry_lock);
 	pthread_mutex_lock(&maps_lock);

@@ -171,7 +171,6 @@ __attribute__((visibility("default"), weak)) pid_t fork(void)
 		rw_die("fork", NULL,
 		       "called from inside fork() on the same "
 		       "thread (from a fork handler)");
-	rw_fork_refuse_own_views();
 	sigfillset(&block);
 	for (unsigned i = 0; i < sizeof(sync_signals) / sizeof(int); i++)
 		sigdelset(&block, sync_signals[i]);

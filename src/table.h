@@ -128,8 +128,5 @@ RW_HIDDEN void rw_klock_child(void);
 RW_HIDDEN void rw_fork_refuse(const char *call);
 /* The fork token, at the first seal (registry_lock held); -errno. */
 RW_HIDDEN int rw_fork_setup(void);
-/* core.c: abort if this thread holds a map that holds fork() off (its
- * fork would wait for itself). */
-RW_HIDDEN void rw_fork_refuse_own_views(void);
 
 #endif /* RAREWRITE_TABLE_H */
