@@ -139,6 +139,7 @@ BACKENDS = $(or $(shell $(B)/tools/backends),$(call NO_BACKENDS))
 AVAILABLE_BACKENDS = $(or $(shell $(B)/tools/backends --available),$(call NO_BACKENDS,--available))
 
 include tests/tests.mk
+include tests/attack.mk
 include tests/contracts.mk
 -include examples/examples.mk
 -include bench/bench.mk

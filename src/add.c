@@ -4,21 +4,18 @@
  * load and a store, and rare_write(x, x + 1) or rare_write(x, x | F) from
  * two threads can lose one update. rare_write_add(), rare_write_or() and
  * rare_write_and() serialise every such update in the process behind one
- * lock, so concurrent updates all land; readers see old or new, never a
- * mix.
+ * lock (one no store can release, klock.c), so concurrent updates all land;
+ * readers see old or new, never a mix.
  */
 #include <signal.h>
 #include <stdint.h>
 
 #include "rarewrite.h"
 #include "internal.h"
+#include "klock.h"
 #include "rawsys.h"
-#include "reglock.h"
 #include "table.h"
 #include "region_find.h"
-
-/* A lock word (reglock.h), taken exclusive without a function call. */
-static uint32_t add_lock;
 
 enum rmw_op { RMW_ADD, RMW_OR, RMW_AND };
 
@@ -40,12 +37,14 @@ static unsigned long long apply(enum rmw_op op, unsigned long long v,
 static const uint64_t all_signals = ~0ULL & ~(3ULL << 31);
 
 /*
- * *@dst = *@dst @op @operand, under add_lock: the new value. From the
- * check to the write (rw_write_args(), which keeps them in registers up to
- * the system call) the destination and size stay in registers: the region
- * is found inline, signals are blocked and the lock taken without a
- * function call, since a callee saves registers where another thread
- * rewrites them (scribbler 15b). The new value is passed in memory (@n,
+ * *@dst = *@dst @op @operand, under the add lock (klock.c: a mutex or lock
+ * word released by a store let two updates race, one lost, attack 26a):
+ * the new value. From the check to the write (rw_write_args(), which keeps
+ * them in registers up to the system call) the destination and size stay
+ * in registers: the region is found inline, signals are blocked and the
+ * lock taken without a function call (klock.h: its pipe read inline),
+ * since a callee saves registers where another thread rewrites them
+ * (scribbler 15b). The new value is passed in memory (@n,
  * this frame): a store there between the load below and the backend's
  * load changes the value added, never where it goes (SECURITY.md).
  */
@@ -69,7 +68,7 @@ static unsigned long long rmw(const char *call, void *dst, size_t size,
 	 * held. */
 	rw_sys6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all_signals, (long)&saved,
 		sizeof(saved), 0, 0);
-	rw_reglock_write(&add_lock);
+	rw_klock_take(RW_KLOCK_ADD);
 	switch (size) {
 	case 1:
 		v = apply(op, *(const volatile uint8_t *)dst, operand);
@@ -88,7 +87,7 @@ static unsigned long long rmw(const char *call, void *dst, size_t size,
 		n.u64 = v;
 	}
 	rw_write_args(call, dst, &n, size, 0);
-	rw_reglock_write_unlock(&add_lock);
+	rw_klock_give(RW_KLOCK_ADD);
 	rw_sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&saved, 0, sizeof(saved),
 		0, 0);
 	return v;

@@ -29,11 +29,28 @@
 #include "rawsys.h"
 #include "reglock.h"
 
+/*
+ * Lock order, the order fork_prepare() takes them in: views_lock,
+ * registry_lock, maps_lock, nested_lock, then the backends' own
+ * (their fork_prepare hooks: the memfd write lock, flip_lock, records_lock,
+ * the process write lock). A thread holds views_lock shared from
+ * rare_write_map() to rare_write_unmap() on a backend whose view must not
+ * reach a fork child (fork_waits_for_views), and may call anything of the
+ * library meanwhile; so fork waits for it first, holding nothing it may
+ * need. (shadow held the memfd write lock over its maps instead, which
+ * fork took after maps_lock: unmap waited for fork, fork for unmap.) A
+ * map takes it before maps_lock, so it decides whether to before it holds
+ * maps_lock (inline, from the table: rare_write_map()).
+ */
+static uint32_t views_lock; /* a lock word (reglock.h): taken inline */
 /* Serialises init, region creation and destruction, and fork. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 /* A lock word (reglock.h): rare_write_map() takes it without a call. */
 static uint32_t maps_lock;
 static pthread_mutex_t nested_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Maps of this thread that hold views_lock: its own fork() would wait for
+ * itself. A hint: forged, that fork() aborts, or waits for good. */
+static __thread unsigned views_held;
 
 /*
  * Refuse to open a window inside fork(), where the C library runs at-fork
@@ -441,7 +458,9 @@ static bool maps_open(void)
  * and the record, reads them from there, never from a variable a callee
  * may have saved on the stack (the scribbler, 15e). maps_lock stays held
  * until the record is in (the lock order of fork_prepare(): maps_lock
- * before the backends' locks).
+ * before the backends' locks). On a backend whose views must not reach a
+ * fork child (shadow), views_lock is held shared before maps_lock and
+ * until the unmap.
  */
 struct rare_write_mapping rare_write_map(void *addr, size_t len)
 {
@@ -450,10 +469,21 @@ struct rare_write_mapping rare_write_map(void *addr, size_t len)
 	bool protected_;
 	uintptr_t view;
 	unsigned long token;
+	const struct rw_region *seen;
+	bool views = false, need_views;
 
 	fork_check("rare_write_map"); /* a redirected at-fork hook */
 	if (!len)
 		rw_die("rare_write_map", addr, "zero length");
+	/* views_lock before maps_lock, inline (no call: @addr and @len are
+	 * not in the table yet); only a guess, checked under maps_lock. */
+	seen = rw_region_find((uintptr_t)addr, len);
+	if (seen && __atomic_load_n(&seen->protected_, __ATOMIC_ACQUIRE) &&
+	    seen->backend && seen->backend->fork_waits_for_views) {
+		rw_reglock_read(&views_lock);
+		views = true;
+	}
+again:
 	rw_reglock_write(&maps_lock);
 	map_request_put((uintptr_t)addr, len);
 	r = rw_region_lookup((void *)REQ_ADDR);
@@ -480,6 +510,28 @@ struct rare_write_mapping rare_write_map(void *addr, size_t len)
 	protected_ = __atomic_load_n(&r->protected_, __ATOMIC_ACQUIRE);
 	if (protected_ && r->backend->dontfork_views)
 		rw_owner_check("rare_write_map", (void *)REQ_ADDR);
+	/* Whether views_lock is held for this map: from the table, not from
+	 * @r, which came back through the callee above. */
+	r = rw_region_lookup((void *)REQ_ADDR);
+	need_views = protected_ && r->backend->fork_waits_for_views;
+	if (need_views && !views) {
+		/* Sealed, or the region replaced, since the look before
+		 * maps_lock: views_lock comes first (fork_prepare()'s order),
+		 * so again from the start, the request's values as new
+		 * arguments, each checked anew. */
+		addr = (void *)REQ_ADDR;
+		len = REQ_LEN;
+		rw_reglock_write_unlock(&maps_lock);
+		rw_reglock_read(&views_lock);
+		views = true;
+		goto again;
+	}
+	if (views && !need_views) {
+		rw_reglock_read_unlock(&views_lock);
+		views = false;
+	}
+	if (views)
+		views_held++;
 	view = REQ_ADDR;
 	if (protected_) {
 		/* Found again from the request: @r came back through the
@@ -521,6 +573,7 @@ void rare_write_unmap(struct rare_write_mapping m)
 {
 	struct rw_region *r;
 	size_t i;
+	bool views;
 
 	rw_region_of("rare_write_unmap", m.target, m.len);
 	rw_reglock_write(&maps_lock);
@@ -543,6 +596,7 @@ void rare_write_unmap(struct rare_write_mapping m)
 		rw_die("rare_write_unmap", m.target, "not an open map");
 	r = rw_region_of("rare_write_unmap", (void *)UNMAP_REC->start,
 			 UNMAP_REC->end - UNMAP_REC->start);
+	views = false;
 	if (UNMAP_REC->backend) {
 		/* Found again from the record: @r came back through the
 		 * callee above. */
@@ -550,9 +604,18 @@ void rare_write_unmap(struct rare_write_mapping m)
 		r->backend->unmap(r, (void *)UNMAP_REC->view,
 				  (void *)UNMAP_REC->start,
 				  UNMAP_REC->end - UNMAP_REC->start);
+		/* Whether the map holds views_lock: the table's record and
+		 * region say (rare_write_map() took it for the same). */
+		r = rw_region_lookup((void *)UNMAP_REC->start);
+		views = r->backend->fork_waits_for_views;
 	}
 	TABLE_SET(UNMAP_REC->token, 0UL);
 	rw_reglock_write_unlock(&maps_lock);
+	if (views) {
+		if (views_held) /* 0: unmapped on another thread than mapped */
+			views_held--;
+		rw_reglock_read_unlock(&views_lock);
+	}
 }
 
 static int backend_use(const struct rw_backend *b)
@@ -812,6 +875,12 @@ static void fork_prepare(void)
 {
 	int p[2];
 
+	if (views_held)
+		rw_die("fork", NULL,
+		       "called with a rare_write_map() open on this thread "
+		       "on a backend that holds fork() off until unmap: it "
+		       "would wait for itself");
+	rw_reglock_write(&views_lock);
 	pthread_mutex_lock(&registry_lock);
 	rw_reglock_write(&maps_lock);
 	pthread_mutex_lock(&nested_lock);
@@ -839,6 +908,7 @@ static void fork_parent(void)
 	pthread_mutex_unlock(&nested_lock);
 	rw_reglock_write_unlock(&maps_lock);
 	pthread_mutex_unlock(&registry_lock);
+	rw_reglock_write_unlock(&views_lock);
 }
 
 /*
@@ -888,6 +958,7 @@ static void fork_child(void)
 	reserve_views();
 	/* Maps a page: after the views' places are held. */
 	rw_owner_claim(&rw_table.owner);
+	rw_klock_child(); /* before any hook can take one */
 	FOR_EACH_FORK_HOOK(fork_child);
 	/* Only the forking thread lives on, under a new id. */
 	memset(rw_table.nested, 0, sizeof(rw_table.nested));
@@ -914,6 +985,7 @@ static void fork_child(void)
 	pthread_mutex_init(&nested_lock, NULL);
 	__atomic_store_n(&maps_lock, 0, __ATOMIC_RELAXED);
 	pthread_mutex_init(&registry_lock, NULL);
+	__atomic_store_n(&views_lock, 0, __ATOMIC_RELAXED);
 }
 
 /* RAREWRITE_BACKEND names no backend: say which it may name. */
@@ -1052,6 +1124,9 @@ static int register_atfork(const char *call)
 		return 0;
 	err = rw_fork_setup(); /* fork.c: the fork() the hooks run in */
 	if (!err)
+		err = rw_klock_setup(); /* klock.c: before anything is written
+					 */
+	if (!err)
 		err = -pthread_atfork(fork_prepare, fork_parent, fork_child);
 	if (err)
 		rw_say(call, "cannot set up the fork hooks: %s",
@@ -1087,6 +1162,8 @@ static void table_check(const char *call)
 		   rw_table.nr_nested > RW_MAX_NESTED || rw_table.initialised ||
 		   rw_table.atfork_registered || rw_table.fork_mark ||
 		   rw_table.fork_token[0] != -1 ||
+		   rw_table.klocks[RW_KLOCK_ADD][0] != -1 ||
+		   rw_table.klocks[RW_KLOCK_POOL][0] != -1 ||
 		   (rw_table.backend && rw_backend_index(rw_table.backend) < 0);
 
 	for (unsigned i = 0; i < RW_MAX_BACKENDS; i++)

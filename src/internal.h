@@ -67,6 +67,10 @@ struct rw_backend {
 	/* map's view is the address itself (mprotect, pkey): the core takes
 	 * it from its record of the request, not from map's return. */
 	bool map_in_place;
+	/* A view map() hands out must be gone before fork() copies the
+	 * regions (shadow's alias is a writable mapping of the memfd): the
+	 * core holds fork off from map to unmap (core.c, views_lock). */
+	bool fork_waits_for_views;
 
 	/* Probe the machine and set up process-wide state: 0 or -errno. */
 	int (*setup)(void);
@@ -268,6 +272,11 @@ rw_region_holds(const struct rw_region *r, const struct rw_backend *b,
 	       a >= r->start && a - r->start < r->len &&
 	       len <= r->start + r->len - a;
 }
+
+/* klock.c: locks whose state is in the kernel, so that no store releases
+ * one while it is held (attack 26): rare_write_add() and friends, and
+ * every pool's allocation. Taken and given inline (klock.h). */
+enum rw_klock { RW_KLOCK_ADD, RW_KLOCK_POOL, RW_NR_KLOCKS };
 
 /* section.c: abort if the program holds a copy relocation of a variable in
  * a shared library's registered __wr_rare section (the live variable would

@@ -17,23 +17,25 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "rarewrite.h"
 #include "internal.h"
+#include "klock.h"
 #include "pool_layout.h"
 
-/* Allocation is serialised per pool; the locks cannot live in the
- * read-only pool, so pools hash onto a few of them. */
-static pthread_mutex_t pool_locks[16] = {
-	[0 ... 15] = PTHREAD_MUTEX_INITIALIZER,
-};
-
-static pthread_mutex_t *pool_lock(const struct rare_pool *pool)
+/* Allocation is serialised, every pool behind one lock that no store can
+ * release (klock.c, taken inline: klock.h): a mutex word released while
+ * held let two allocators hand out one object twice (attack 26b). */
+static inline __attribute__((always_inline)) void pool_lock(void)
 {
-	return &pool_locks[((uintptr_t)pool >> 12) % 16];
+	rw_klock_take(RW_KLOCK_POOL);
+}
+
+static inline __attribute__((always_inline)) void pool_unlock(void)
+{
+	rw_klock_give(RW_KLOCK_POOL);
 }
 
 static size_t round_up(size_t x, size_t to)
@@ -155,9 +157,9 @@ int rare_pool_set_name(struct rare_pool *pool, const char *name)
 				return -EINVAL;
 		memcpy(copy, name, len);
 	}
-	pthread_mutex_lock(pool_lock(pool));
+	pool_lock();
 	meta_write(r, pool->name, copy, sizeof(copy));
-	pthread_mutex_unlock(pool_lock(pool));
+	pool_unlock();
 	return 0;
 }
 
@@ -248,12 +250,12 @@ void *rare_alloc(struct rare_pool *pool, size_t size)
 		errno = EINVAL;
 		return NULL;
 	}
-	pthread_mutex_lock(pool_lock(pool));
+	pool_lock();
 	if (size <= ((size_t)1 << (MIN_SHIFT + NR_CLASSES - 1)))
 		obj = alloc_small(r, pool, size_class(size));
 	else
 		obj = alloc_large(r, pool, size);
-	pthread_mutex_unlock(pool_lock(pool));
+	pool_unlock();
 	if (!obj)
 		errno = ENOMEM;
 	return obj;
@@ -274,7 +276,7 @@ void rare_free(struct rare_pool *pool, void *obj)
 	if ((uintptr_t)obj < pool->objects || p >= pool->bump)
 		rw_die("rare_free", obj, "not allocated from pool %p",
 		       (void *)pool);
-	pthread_mutex_lock(pool_lock(pool));
+	pool_lock();
 	m = pool->meta[p];
 	if (m.state >= 1 && m.state <= NR_CLASSES) {
 		unsigned c = m.state - 1u;
@@ -284,7 +286,7 @@ void rare_free(struct rare_pool *pool, void *obj)
 
 		if (off % ((size_t)1 << (c + MIN_SHIFT)) ||
 		    !(m.used_slots[slot / 64] & bit)) {
-			pthread_mutex_unlock(pool_lock(pool));
+			pool_unlock();
 			rw_die("rare_free", obj,
 			       "double free or not an object start");
 		}
@@ -311,10 +313,10 @@ void rare_free(struct rare_pool *pool, void *obj)
 
 		rw_write(segs, 2);
 	} else {
-		pthread_mutex_unlock(pool_lock(pool));
+		pool_unlock();
 		rw_die("rare_free", obj, "double free or not an object start");
 	}
-	pthread_mutex_unlock(pool_lock(pool));
+	pool_unlock();
 }
 
 /* The size of the object at @obj in @pool, or abort naming @call. */
@@ -326,9 +328,9 @@ static size_t object_size(const char *call, struct rare_pool *pool, void *obj)
 
 	if ((uintptr_t)obj < pool->objects || p >= pool->bump)
 		rw_die(call, obj, "not allocated from pool %p", (void *)pool);
-	pthread_mutex_lock(pool_lock(pool));
+	pool_lock();
 	m = pool->meta[p];
-	pthread_mutex_unlock(pool_lock(pool));
+	pool_unlock();
 	if (m.state >= 1 && m.state <= NR_CLASSES) {
 		unsigned c = m.state - 1u;
 		size_t slot = (off % rw_page_size) >> (c + MIN_SHIFT);

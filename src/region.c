@@ -23,7 +23,8 @@
 struct rw_table rw_table = {.vault_fd = -1,
 			    .fork_pipe = {-1, -1},
 			    .fork_token = {-1, -1},
-			    .fork_wait = {-1, -1}};
+			    .fork_wait = {-1, -1},
+			    .klocks = {[0 ... RW_NR_KLOCKS - 1] = {-1, -1}}};
 
 bool rw_initialised(void)
 {

@@ -68,6 +68,9 @@ struct rw_table {
 	uint64_t fork_mark;
 	int fork_wait[2]; /* the parent waits for the child's fork() to return
 			   */
+	/* klock.c: pipes holding one byte each, locks no store can release
+	 * (rw_klock_take()); -1 before the first seal. */
+	int klocks[RW_NR_KLOCKS][2];
 	/* The process that owns this table (claimed at the first seal, and
 	 * by the child in fork_child): a child made by a raw fork(), which
 	 * ran no fork handler, still shares it and must not write it
@@ -121,6 +124,11 @@ RW_HIDDEN struct rw_region *rw_region_alloc(void);
 RW_HIDDEN void rw_region_commit(struct rw_region *r,
 				const struct rw_region *filled,
 				enum rw_region_kind kind);
+
+/* klock.c: the pipes, at the first seal (registry_lock held); -errno. */
+RW_HIDDEN int rw_klock_setup(void);
+/* klock.c: the fork child's own pipes (its table copy writable). */
+RW_HIDDEN void rw_klock_child(void);
 
 /* fork.c: abort naming @call if this thread is inside fork(), or in the
  * child of a fork still running its handlers (rw_table.fork_mark set). */

@@ -88,5 +88,8 @@ const struct attack_expect attack_table[] = {
 	{"25c", {NA, NA, NA, NA, B}},
 	{"25d", {NA, NA, NA, NA, B}},
 	{"25e", {B, B, B, B, B}},
+	/* Lock words released by a store while held (26, attack_locks.c). */
+	{"26a", {B, B, B, B, B}},
+	{"26b", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

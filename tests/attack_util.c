@@ -393,7 +393,8 @@ static bool library_file(const char *file)
 					   "mprotect.c", "pkey.c",
 					   "process.c",	 "process_helper.c",
 					   "vault.c",	 "process_seccomp.c",
-					   "signal.c"};
+					   "signal.c",	 "add.c",
+					   "klock.c"};
 	const char *slash = strrchr(file, '/');
 
 	file = slash ? slash + 1 : file;

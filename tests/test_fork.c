@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "harness.h"
@@ -318,4 +319,209 @@ TEST(fork_while_writing_snapshots_consistently, EXPECT_PASS)
 	stop_writer = true;
 	pthread_join(t, NULL);
 	CHECK(pair[0] == pair[1] && pair[0] > 0);
+}
+
+/*
+ * One thread holds a rare_write_map() while another forks. The fork may
+ * wait for the map to close, but the mapping thread must be able to go on
+ * and call the library (to close its map, write, create a pool) while the
+ * fork waits: shadow's map held the memfd write lock until unmap, fork
+ * took maps_lock and registry_lock before it, and unmap needed maps_lock:
+ * a deadlock (and so did a pool's destroy, on registry_lock). Each case
+ * runs in a child of its own, killed if it hangs.
+ */
+/*
+ * run_in_child() that gives up after 20 s: the child is killed (SIGKILL,
+ * with its process group: a hung grandchild too) and -1 returned. The
+ * timeout is the parent's, since a hang inside fork() has every signal but
+ * the synchronous ones blocked (fork.c): an alarm() of the child's own
+ * would never arrive. The child's stderr goes to @msg (NULL: kept).
+ */
+static int run_in_child_timed(void (*fn)(void *), void *arg, char *msg,
+			      size_t cap)
+{
+	int p[2], status;
+	size_t got = 0;
+	pid_t pid;
+
+	CHECK(pipe(p) == 0);
+	fflush(NULL);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		setpgid(0, 0);
+		close(p[0]);
+		if (msg)
+			dup2(p[1], STDERR_FILENO);
+		close(p[1]);
+		fn(arg);
+		_exit(0);
+	}
+	close(p[1]);
+	CHECK(fcntl(p[0], F_SETFL, O_NONBLOCK) == 0);
+	for (unsigned ms = 0;; ms += 10) {
+		pid_t done = waitpid(pid, &status, WNOHANG);
+		ssize_t n;
+
+		CHECK(done >= 0);
+		while (msg && got + 1 < cap &&
+		       (n = read(p[0], msg + got, cap - 1 - got)) > 0)
+			got += (size_t)n;
+		if (done == pid)
+			break;
+		if (ms >= 20000) {
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			status = -1;
+			break;
+		}
+		usleep(10000);
+	}
+	close(p[0]);
+	if (msg)
+		msg[got] = 0;
+	return status;
+}
+
+enum map_fork_step { MAP_FORK_UNMAP, MAP_FORK_WRITE, MAP_FORK_DESTROY };
+
+static volatile pid_t forker_tid;
+static volatile bool forker_done;
+
+static void *forker(void *unused)
+{
+	int status;
+	pid_t pid;
+
+	(void)unused;
+	forker_tid = (pid_t)syscall(SYS_gettid);
+	pid = fork();
+	if (!pid)
+		_exit(value == 1 || value == 2 ? 0 : 30);
+	CHECK(pid > 0);
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	forker_done = true;
+	return NULL;
+}
+
+/* Whether thread @tid sleeps in futex() (waits for a lock). */
+static bool in_futex(pid_t tid)
+{
+	char path[64], buf[32] = "";
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return false;
+	CHECK(read(fd, buf, sizeof(buf) - 1) >= 0);
+	close(fd);
+	return strncmp(buf, "202 ", 4) == 0; /* SYS_futex on x86-64 */
+}
+
+/* Until the forker is done, or has waited on a lock for 100 ms. */
+static void wait_forker_blocked(void)
+{
+	unsigned waited = 0;
+
+	while (!forker_tid)
+		usleep(1000);
+	while (!forker_done && waited < 100) {
+		waited = in_futex(forker_tid) ? waited + 1 : 0;
+		usleep(1000);
+	}
+}
+
+static void map_while_forking(void *arg)
+{
+	enum map_fork_step step = (enum map_fork_step)(uintptr_t)arg;
+	struct rare_write_mapping m;
+	struct rare_pool *other;
+	pthread_t t;
+
+	setup();
+	other = rare_pool_create(1 << 16);
+	CHECK(other);
+	m = rare_write_map(&value, sizeof(value));
+	*(long *)m.addr = 2;
+	CHECK(pthread_create(&t, NULL, forker, NULL) == 0);
+	wait_forker_blocked();
+	if (step == MAP_FORK_WRITE)
+		rare_write(pair[0], 5L);
+	if (step == MAP_FORK_DESTROY)
+		rare_pool_destroy(other);
+	rare_write_unmap(m);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(value == 2);
+	CHECK(step != MAP_FORK_WRITE || pair[0] == 5);
+}
+
+TEST(fork_while_another_thread_maps, EXPECT_PASS)
+{
+	static const char *const steps[] = {"unmap", "write, unmap",
+					    "destroy a pool, unmap"};
+
+	unsigned failed = 0;
+
+	for (uintptr_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		int status = run_in_child_timed(map_while_forking, (void *)i,
+						NULL, 0);
+
+		if (status == CHILD_OK)
+			continue;
+		fprintf(stderr, "map, fork on another thread, %s: %s\n",
+			steps[i],
+			status == -1 ? "deadlock (killed after 20 s)"
+				     : "failed");
+		failed++;
+	}
+	CHECK(!failed);
+}
+
+/* The mapping thread forks itself: where fork() waits for the map (shadow)
+ * it would wait for itself, so it aborts naming fork; elsewhere the child
+ * gets its copy and the parent unmaps. */
+static void map_then_fork(void *unused)
+{
+	struct rare_write_mapping m;
+	int status;
+	pid_t pid;
+
+	(void)unused;
+	setup();
+	m = rare_write_map(&value, sizeof(value));
+	*(long *)m.addr = 2;
+	pid = fork();
+	if (!pid)
+		_exit(0);
+	CHECK(pid > 0);
+	CHECK(waitpid(pid, &status, 0) == pid && status == 0);
+	rare_write_unmap(m);
+	CHECK(value == 2);
+}
+
+TEST(fork_inside_own_map, EXPECT_PASS)
+{
+	static const char want[] = "rarewrite: fork((nil)): called with a "
+				   "rare_write_map() open on this thread";
+	char msg[1024];
+	int status;
+
+	init();
+	status = run_in_child_timed(map_then_fork, NULL, msg, sizeof(msg));
+	if (status == -1)
+		fprintf(stderr, "fork inside the thread's own map: deadlock "
+				"(killed after 20 s)\n");
+	if (strcmp(rare_write_backend(), "shadow")) {
+		CHECK(status == CHILD_OK);
+		return;
+	}
+	if (child_killed_by(status) != SIGABRT ||
+	    strncmp(msg, want, sizeof(want) - 1))
+		fprintf(stderr, "want SIGABRT and '%s...', got %#x: '%s'\n",
+			want, status, msg);
+	CHECK(child_killed_by(status) == SIGABRT);
+	CHECK(strncmp(msg, want, sizeof(want) - 1) == 0);
 }

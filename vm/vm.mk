@@ -19,6 +19,8 @@ $(VM_RUN): $(VM_TEST_SRC) $(wildcard tests/*.h) $(HEADERS) $(B)/librarewrite.a
 # The attack matrix too, with each scenario's note (ATTACK_NOTES=1), so the
 # pkey column's evidence is in the console log.
 VM_ATTACK := $(B)/vm/attack-matrix-static
+# ATTACK_SRC (tests/attack.mk) must be set before this prerequisite list is
+# read: the Makefile includes attack.mk before this file.
 
 $(VM_ATTACK): $(ATTACK_SRC) tests/attack.h tests/harness.h $(HEADERS) src/internal.h $(B)/librarewrite.a
 	@mkdir -p $(dir $@)

@@ -204,11 +204,11 @@ static void shadow_write_one(const struct rw_region *r, const char *call,
 		shadow_refused(call, dst, len, err);
 }
 
-/* The alias itself is the view; the write lock stays held until unmap so
- * that a fork() cannot copy the region half-written. */
+/* The alias itself is the view. The core holds fork() off until unmap
+ * (fork_waits_for_views), so no fork copies the region half-written and
+ * no child inherits the alias. */
 static void *shadow_map(struct rw_region *r, void *addr, size_t len)
 {
-	rw_memfd_write_lock(false);
 	return alias_map("rare_write_map", r, addr, len).at;
 }
 
@@ -222,13 +222,13 @@ static void shadow_unmap(struct rw_region *r, void *view, void *addr,
 	(void)r;
 	(void)addr;
 	munmap((void *)base, end - base);
-	rw_memfd_write_unlock();
 }
 
 const struct rw_backend rw_backend_shadow = {
 	.name = "shadow",
 	.caps = 0,
 	.dontfork_views = true,
+	.fork_waits_for_views = true,
 	.setup = shadow_setup,
 	.adopt = rw_memfd_adopt,
 	.create = rw_memfd_create,

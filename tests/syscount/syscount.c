@@ -37,13 +37,15 @@
 #define NR_WARMUP 32
 #define MARKER_NR 0x7fff /* no such system call: ENOSYS, seen by the tracer */
 
-enum op { WRITE8, MEMCPY4K, MAP_UNMAP, BEGIN_END, NR_OP };
+enum op { WRITE8, MEMCPY4K, MAP_UNMAP, BEGIN_END, ADD8, ALLOC64, NR_OP };
 
 static const char *const op_name[NR_OP] = {
 	[WRITE8] = "rare_write 8 B",
 	[MEMCPY4K] = "rare_write_memcpy 4 KiB",
 	[MAP_UNMAP] = "rare_write_map + rare_write_unmap 256 B",
 	[BEGIN_END] = "rare_write_begin + 8 stores + rare_write_end",
+	[ADD8] = "rare_write_add 8 B",
+	[ALLOC64] = "rare_alloc + rare_free 64 B",
 };
 
 /*
@@ -53,30 +55,39 @@ static const char *const op_name[NR_OP] = {
  * each of map and unmap first puts its request there (core.c,
  * map_request_put(): what it uses after a function call, scribbler 15e). The
  * mprotect backend's window also flips its control page writable and back
- * at begin and at end, and asks gettid() at each. pkey's map and window
- * are not counted: no machine here has PKU.
+ * at begin and at end, and asks gettid() at each. rare_write_add()
+ * blocks signals and restores them (two rt_sigprocmask()) and takes and
+ * gives the add lock (klock.h: a read() and a write() of its pipe)
+ * around its write: 4 + the write. rare_alloc() and rare_free() take and
+ * give the pool lock (2 each) around their bookkeeping writes: one write
+ * for an allocation from a page in use, three for its free (pwrite: one of
+ * them a pwritev(); process: two requests in all), so a pair costs 4 and
+ * the mechanism's cost of four writes (process: three). pkey's map,
+ * window, add and pool are not counted: no machine here has PKU.
  */
 static const struct figures {
 	const char *backend;
 	int per_op[NR_OP];
 } figures[] = {
-	{"pkey", {0, 0, -1, -1}},
-	{"pwrite", {1, 1, 1 + 4, -1}},
-	{"shadow", {2, 2, 2 + 4, -1}},
-	{"mprotect", {2, 2, 6 + 2 + 4, 6 + 2}},
+	{"pkey", {0, 0, -1, -1, -1, -1}},
+	{"pwrite", {1, 1, 1 + 4, -1, 4 + 1, 4 + 1 + 3}},
+	{"shadow", {2, 2, 2 + 4, -1, 4 + 2, 4 + 2 + 6}},
+	{"mprotect", {2, 2, 6 + 2 + 4, 6 + 2, 4 + 2, 4 + 2 + 6}},
 	/* sendmsg(); the futex wait for the answer (none when it came
 	 * first) is counted apart, at most one per operation */
-	{"process", {1, 1, 1 + 4, -1}},
+	{"process", {1, 1, 1 + 4, -1, 4 + 1, 4 + 1 + 2}},
 };
 
 static struct prot {
 	uint64_t word __attribute__((aligned(4096)));
 	uint64_t words[8];
+	uint64_t counter;
 	unsigned char area[256];
 	unsigned char buf4k[4096] __attribute__((aligned(4096)));
 } prot __wr_rare;
 
 static unsigned char src4k[4096];
+static struct rare_pool *pool;
 
 static void marker(long phase, long op)
 {
@@ -86,6 +97,7 @@ static void marker(long phase, long op)
 static void run_op(enum op op, uint64_t i)
 {
 	struct rare_write_mapping m;
+	void *obj;
 
 	switch (op) {
 	case WRITE8:
@@ -105,6 +117,15 @@ static void run_op(enum op op, uint64_t i)
 		for (unsigned j = 0; j < 8; j++)
 			__atomic_store_n(&prot.words[j], i, __ATOMIC_RELAXED);
 		rare_write_end();
+		break;
+	case ADD8:
+		rare_write_add(prot.counter, 1);
+		break;
+	case ALLOC64:
+		obj = rare_alloc(pool, 64);
+		if (!obj)
+			abort();
+		rare_free(pool, obj);
 		break;
 	default:
 		abort();
@@ -127,6 +148,10 @@ static int tracee(const struct figures *f)
 	for (int op = 0; op < NR_OP; op++) {
 		if (f->per_op[op] < 0)
 			continue;
+		/* The pool last: a region more for mprotect's windows to
+		 * flip. */
+		if (op == ALLOC64 && !(pool = rare_pool_create(16 * 4096)))
+			return 2;
 		for (uint64_t i = 0; i < NR_WARMUP; i++)
 			run_op(op, i);
 		marker(1, op);
