@@ -184,40 +184,124 @@ static __attribute__((noreturn)) void die_by(int sig)
 	}
 }
 
-/* Run the program's action for @sig. */
+static void lock_signals(sigset_t *saved)
+{
+	sigset_t all;
+
+	/* A handler on this thread must not find the lock taken. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, saved);
+	pthread_mutex_lock(&signal_lock);
+}
+
+static void unlock_signals(const sigset_t *saved)
+{
+	pthread_mutex_unlock(&signal_lock);
+	pthread_sigmask(SIG_SETMASK, saved, NULL);
+}
+
+/*
+ * Call the program's handler for @sig as the vault holds it now: the
+ * action in force, or with @replaced the one a one-shot reset has just
+ * replaced (1: the other slot). Its address is loaded here, after the last
+ * lock wait and system call of the signal path, and called with nothing
+ * in between but compares: an address kept across a lock or a system
+ * call sits in a register that every callee using it saves in its frame,
+ * where a store makes the library run the attacker's function (attack
+ * 25e). Not inlined, so that the vault's address and the slot's offset are
+ * computed here from @sig, never kept from before the reset in a register
+ * callees spill; a @sig rewritten there can name only another signal's
+ * action of the program's. False, and nothing called, if the slot holds
+ * no function (the program changed the action meanwhile).
+ */
+static __attribute__((noinline)) bool
+run_from_vault(int sig, siginfo_t *si, void *uc, unsigned replaced)
+{
+	const struct sigaction *a;
+	uint64_t idx;
+	int flags;
+
+	/* @sig indexes the vault: out of range it names plain memory. */
+	if (!wrappable(sig))
+		rw_die("signal", NULL, "signal number %d out of range", sig);
+	idx = __atomic_load_n(&sv.actions[sig].idx, __ATOMIC_ACQUIRE);
+	a = &sv.actions[sig].slot[(idx ^ replaced) & 1];
+	flags = __atomic_load_n(&a->sa_flags, __ATOMIC_RELAXED);
+	if (replaced && !(flags & SA_RESETHAND))
+		return false;
+	if (flags & SA_SIGINFO) {
+		void (*fn)(int, siginfo_t *, void *) =
+			__atomic_load_n(&a->sa_sigaction, __ATOMIC_RELAXED);
+
+		if (!fn)
+			return false;
+		fn(sig, si, uc);
+	} else {
+		void (*fn)(int) =
+			__atomic_load_n(&a->sa_handler, __ATOMIC_RELAXED);
+
+		if (fn == SIG_DFL || fn == SIG_IGN)
+			return false;
+		fn(sig);
+	}
+	return true;
+}
+
+/*
+ * Reset @sig's one-shot action to SIG_DFL, if it is still in force (a
+ * thread that took the same signal may have reset it first, or the
+ * program changed it: that action stays). A child without fork handlers
+ * shares the parent's table: its reset is its own, in the kernel only.
+ */
+static void reset_one_shot(int sig)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigset_t saved;
+
+	/* The vault is written under the lock. */
+	lock_signals(&saved);
+	if (foreign_process()) {
+		__sigaction(sig, &dfl, NULL);
+	} else {
+		struct sigaction cur = program_action(sig);
+
+		if (is_function(&cur) && (cur.sa_flags & SA_RESETHAND))
+			set_program_action(sig, &dfl);
+	}
+	unlock_signals(&saved);
+}
+
+/*
+ * Run the program's action for @sig. The action read first only decides
+ * the way (ignore, die, reset); what is called is loaded again from the
+ * vault right before the call, after the reset's lock and system calls.
+ * The action may change under us (another thread's sigaction()): decide
+ * again.
+ */
 static void call_program(int sig, siginfo_t *si, void *uc, bool fault)
 {
-	struct sigaction sa = program_action(sig);
+	for (;;) {
+		struct sigaction sa = program_action(sig);
 
-	if (is_function(&sa)) {
-		if (sa.sa_flags & SA_RESETHAND) { /* one-shot, as asked */
-			struct sigaction dfl = {.sa_handler = SIG_DFL};
-			sigset_t saved, all;
-
-			/* The vault is written under the lock. */
-			sigfillset(&all);
-			pthread_sigmask(SIG_BLOCK, &all, &saved);
-			pthread_mutex_lock(&signal_lock);
-			/* A child without fork handlers shares the parent's
-			 * table: its reset is its own, in the kernel only. */
-			if (foreign_process())
-				__sigaction(sig, &dfl, NULL);
-			else
-				set_program_action(sig, &dfl);
-			pthread_mutex_unlock(&signal_lock);
-			pthread_sigmask(SIG_SETMASK, &saved, NULL);
+		if (!is_function(&sa)) {
+			/* SIG_IGN ignores a sent signal; a fault cannot be
+			 * ignored (the kernel would force the default
+			 * action on it). */
+			if (sa.sa_handler == SIG_IGN && !fault)
+				return;
+			die_by(sig);
 		}
-		if (sa.sa_flags & SA_SIGINFO)
-			sa.sa_sigaction(sig, si, uc);
-		else
-			sa.sa_handler(sig);
-		return;
+		if (!(sa.sa_flags & SA_RESETHAND)) {
+			if (run_from_vault(sig, si, uc, false))
+				return;
+			continue;
+		}
+		reset_one_shot(sig); /* one-shot, as asked */
+		/* In a child sharing the parent's table the reset went to
+		 * the kernel: the action is still the vault's current one. */
+		if (run_from_vault(sig, si, uc, !foreign_process()))
+			return;
 	}
-	/* SIG_IGN ignores a sent signal; a fault cannot be ignored (the
-	 * kernel would force the default action on it). */
-	if (sa.sa_handler == SIG_IGN && !fault)
-		return;
-	die_by(sig);
 }
 
 /* A fault of the instruction that was running: it cannot wait. */
@@ -337,22 +421,6 @@ static int install(int sig, const struct sigaction *prog)
 		k.sa_flags = (k.sa_flags & ~SA_RESETHAND) | SA_ONSTACK;
 	sv_set_bool(&sv.wrapped[sig], true);
 	return __sigaction(sig, &k, NULL);
-}
-
-static void lock_signals(sigset_t *saved)
-{
-	sigset_t all;
-
-	/* A handler on this thread must not find the lock taken. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, saved);
-	pthread_mutex_lock(&signal_lock);
-}
-
-static void unlock_signals(const sigset_t *saved)
-{
-	pthread_mutex_unlock(&signal_lock);
-	pthread_sigmask(SIG_SETMASK, saved, NULL);
 }
 
 /* Take over @sig: remember the program's current action, install ours. */

@@ -573,7 +573,9 @@ ATTACK("25d", review3_add_fd_swap_call,
  * that uses the register saves it in its own frame: the attacker rewrites
  * every word equal to the program's handler on the signalled thread's
  * stack to a function of its own (standing for a gadget), which the
- * library then runs as the handler.
+ * library then runs as the handler. A control round first, with a handler
+ * that is not one-shot (no lock, no system call before the call), must
+ * hold as well.
  */
 static volatile int r3e_gadget_ran, r3e_handler_ran;
 
@@ -638,7 +640,7 @@ ATTACK("25e", review3_resethand_handler,
 {
 	pthread_t v, a;
 	pthread_attr_t attr;
-	unsigned long tries = 0;
+	unsigned long tries = 0, control_tries = 0, control_stores = 0;
 	void *stack;
 
 	stack = mmap(NULL, R3_STACK, PROT_READ | PROT_WRITE,
@@ -652,28 +654,49 @@ ATTACK("25e", review3_resethand_handler,
 	attack_begin();
 	pthread_create(&a, NULL, r3e_attacker, NULL);
 	pthread_create(&v, &attr, r3e_victim, &tries);
-	for (unsigned i = 0; i < 2000 && !r3e_gadget_ran; i++) {
-		struct sigaction sa = {.sa_sigaction = r3e_handler,
-				       .sa_flags = SA_SIGINFO | SA_RESETHAND};
+	/* Round 0 the control (a handler kept), round 1 the one-shot. */
+	for (unsigned round = 0; round < 2 && !r3e_gadget_ran; round++) {
+		int flags = SA_SIGINFO | (round ? SA_RESETHAND : 0);
 
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGSEGV, &sa, NULL);
-		r3e_done = 0;
-		__atomic_store_n(&r3e_armed, 1, __ATOMIC_RELEASE);
-		while (!__atomic_load_n(&r3e_done, __ATOMIC_ACQUIRE))
-			;
+		if (round) {
+			control_tries = tries;
+			control_stores = r3e.stores;
+		}
+		for (unsigned i = 0; i < 2000 && !r3e_gadget_ran; i++) {
+			struct sigaction sa = {.sa_sigaction = r3e_handler,
+					       .sa_flags = flags};
+
+			sigemptyset(&sa.sa_mask);
+			sigaction(SIGSEGV, &sa, NULL);
+			r3e_done = 0;
+			__atomic_store_n(&r3e_armed, 1, __ATOMIC_RELEASE);
+			while (!__atomic_load_n(&r3e_done, __ATOMIC_ACQUIRE))
+				;
+		}
 	}
 	r3e.stop = 1;
 	pthread_join(v, NULL);
 	pthread_join(a, NULL);
+	if (r3e_gadget_ran && !control_tries)
+		attack_report(
+			ATTACK_OPEN,
+			"the library ran the attacker's function as the "
+			"SIGSEGV handler in the control (no one-shot: %lu "
+			"signals, %lu stores)",
+			tries, r3e.stores);
 	if (r3e_gadget_ran)
 		attack_report(ATTACK_OPEN,
 			      "the library ran the attacker's function as the "
-			      "SIGSEGV handler (%lu signals, %lu stores, "
-			      "handler ran %d times)",
-			      tries, r3e.stores, r3e_handler_ran);
+			      "one-shot SIGSEGV handler (control held: %lu "
+			      "signals, %lu stores; one-shot: %lu signals, %lu "
+			      "stores)",
+			      control_tries, control_stores,
+			      tries - control_tries,
+			      r3e.stores - control_stores);
 	attack_report(ATTACK_BLOCKED,
-		      "%lu signals, %lu stores, the program's handler ran %d "
+		      "control: %lu signals, %lu stores; one-shot: %lu "
+		      "signals, %lu stores; the program's handler ran %d "
 		      "times",
-		      tries, r3e.stores, r3e_handler_ran);
+		      control_tries, control_stores, tries - control_tries,
+		      r3e.stores - control_stores, r3e_handler_ran);
 }
