@@ -85,7 +85,7 @@ const struct attack_expect attack_table[] = {
 	/* The outside review of the answer path (review3). */
 	{"25a", {NA, NA, NA, NA, B}},
 	{"25b", {NA, NA, NA, NA, B}},
-	{"25c", {NA, NA, NA, NA, B}},
+	{"25c", {NA, NA, NA, NA, O}},
 	{"25d", {NA, NA, NA, NA, B}},
 	{"25e", {B, B, B, B, B}},
 	/* Lock words released by a store while held (26, attack_locks.c). */
