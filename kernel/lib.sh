@@ -10,12 +10,18 @@ X86_CONFIG=$KDIR/configs/x86.config
 ARM_CONFIG=$KDIR/configs/arm.config
 DEBUG_CONFIG=$KDIR/configs/debug.config
 
-# The series in apply order: every kernel/patches/NNNN-*.patch except the
-# cover letter (0000), which carries no diff for git am.
+# The series in apply order: first the PKS series it is based on
+# (kernel/pks/, supervisor protection keys, a prerequisite of its own),
+# then the rare_write series (kernel/patches/); in each, every
+# NNNN-*.patch except the cover letter (0000), which carries no diff for
+# git am.
 series_patches() {
-	local p
-	for p in "$KDIR"/patches/[0-9][0-9][0-9][0-9]-*.patch; do
-		[ "${p##*/}" = 0000-cover-letter.patch ] || printf '%s\n' "$p"
+	local d p
+	for d in pks patches; do
+		for p in "$KDIR/$d"/[0-9][0-9][0-9][0-9]-*.patch; do
+			[ "${p##*/}" = 0000-cover-letter.patch ] ||
+				printf '%s\n' "$p"
+		done
 	done
 }
 
