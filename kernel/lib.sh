@@ -72,11 +72,14 @@ skip_expected() { # backend name
 # kunit_check LABEL LOG BEGIN-MARKER END-MARKER BACKEND: every case result
 # of the KTAP suite init ran between the two markers, through the caller's
 # ok/bad/skipped; then the number of results against the suite's plan
-# ("1..N"): a suite that died halfway printed fewer results than planned.
+# ("1..N", summed over the suites run there): a suite that died halfway
+# printed fewer results than planned.
 kunit_check() {
 	local seg plan line name n=0
 	seg=$(sed -n "/^RWTEST: $3\$/,/^RWTEST: $4\$/p" "$2")
-	plan=$(sed -nE 's/^ +1\.\.([0-9]+)$/\1/p' <<< "$seg" | head -1)
+	# one plan per suite run between the markers (init may run several)
+	plan=$(sed -nE 's/^ +1\.\.([0-9]+)$/\1/p' <<< "$seg" |
+		awk '{ s += $1; n++ } END { if (n) print s }')
 	while IFS= read -r line; do
 		name=$(sed -E 's/^ +(not )?ok [0-9]+ ([^ #]+).*/\2/' <<< "$line")
 		n=$((n + 1))
