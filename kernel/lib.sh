@@ -10,12 +10,18 @@ X86_CONFIG=$KDIR/configs/x86.config
 ARM_CONFIG=$KDIR/configs/arm.config
 DEBUG_CONFIG=$KDIR/configs/debug.config
 
-# The series in apply order: every kernel/patches/NNNN-*.patch except the
-# cover letter (0000), which carries no diff for git am.
+# The series in apply order: first the PKS series it is based on
+# (kernel/pks/, supervisor protection keys, a prerequisite of its own),
+# then the rare_write series (kernel/patches/); in each, every
+# NNNN-*.patch except the cover letter (0000), which carries no diff for
+# git am.
 series_patches() {
-	local p
-	for p in "$KDIR"/patches/[0-9][0-9][0-9][0-9]-*.patch; do
-		[ "${p##*/}" = 0000-cover-letter.patch ] || printf '%s\n' "$p"
+	local d p
+	for d in pks patches; do
+		for p in "$KDIR/$d"/[0-9][0-9][0-9][0-9]-*.patch; do
+			[ "${p##*/}" = 0000-cover-letter.patch ] ||
+				printf '%s\n' "$p"
+		done
 	done
 }
 
@@ -45,4 +51,82 @@ series_stamp() {
 # The same for the series plus bench/ (kernel/run's .git/rarewrite-applied).
 applied_stamp() {
 	applied_patches | xargs cat | sha256sum | cut -d' ' -f1
+}
+
+# Cases that skip by design, as BACKEND:NAME (a KUnit case, or an lkdtm
+# test printing "XFAIL:"): there they must skip, and say why; a skip
+# anywhere else fails the lane, and so does a listed case that ran.
+#   mm:rw_every_cpu_closed        any context switch unloads mm's alias:
+#                                 an Oopsed window would look closed
+#   pks|cr0:rw_end_restores_loaded_mm   only mm switches mm
+#   mm|cr0:RARE_WRITE_NMI_STATE   only pks keeps NMI state (in PKRS)
+EXPECTED_SKIPS="mm:rw_every_cpu_closed pks:rw_end_restores_loaded_mm
+cr0:rw_end_restores_loaded_mm mm:RARE_WRITE_NMI_STATE cr0:RARE_WRITE_NMI_STATE"
+skip_expected() { # backend name
+	case " $(tr '\n' ' ' <<< "$EXPECTED_SKIPS") " in
+	*" $1:$2 "*) return 0 ;;
+	esac
+	return 1
+}
+
+# kunit_check LABEL LOG BEGIN-MARKER END-MARKER BACKEND: every case result
+# of the KTAP suite init ran between the two markers, through the caller's
+# ok/bad/skipped; then the number of results against the suite's plan
+# ("1..N", summed over the suites run there): a suite that died halfway
+# printed fewer results than planned.
+kunit_check() {
+	local seg plan line name n=0
+	seg=$(sed -n "/^RWTEST: $3\$/,/^RWTEST: $4\$/p" "$2")
+	# one plan per suite run between the markers (init may run several)
+	plan=$(sed -nE 's/^ +1\.\.([0-9]+)$/\1/p' <<< "$seg" |
+		awk '{ s += $1; n++ } END { if (n) print s }')
+	while IFS= read -r line; do
+		name=$(sed -E 's/^ +(not )?ok [0-9]+ ([^ #]+).*/\2/' <<< "$line")
+		n=$((n + 1))
+		case "$line" in
+		*"not ok "*)
+			bad "$1 $name" ;;
+		*"# SKIP"*)
+			if skip_expected "$5" "$name"; then
+				skipped "$1 $name (${line#*# SKIP })"
+			else
+				bad "$1 $name: skipped (${line#*# SKIP })"
+			fi ;;
+		*)
+			if skip_expected "$5" "$name"; then
+				bad "$1 $name: ran, but EXPECTED_SKIPS says it skips on $5"
+			else
+				ok "$1 $name"
+			fi ;;
+		esac
+	done < <(grep -E '^ +(not )?ok [0-9]+ ' <<< "$seg" || true)
+	if [ -z "$plan" ]; then
+		bad "$1: no KTAP plan (1..N): the suite did not start"
+	elif [ "$n" -ne "$plan" ]; then
+		bad "$1: $n results for the plan 1..$plan: the suite died halfway"
+	else
+		ok "$1: $n results, as its plan 1..$plan says"
+	fi
+}
+
+# crash_xfail BACKEND NAME SEGMENT LABEL: for a crash test whose log
+# segment says "XFAIL:", a skip where EXPECTED_SKIPS lists it, a failure
+# elsewhere; returns 1 when the segment has no XFAIL (then a listed test
+# that ran fails). Returns 0 when it reported the test.
+crash_xfail() {
+	local why
+	why=$(grep -m1 -o 'XFAIL:.*' <<< "$3" || true)
+	if [ -n "$why" ]; then
+		if skip_expected "$1" "$2"; then
+			skipped "$4 ($why)"
+		else
+			bad "$4: $why"
+		fi
+		return 0
+	fi
+	if skip_expected "$1" "$2"; then
+		bad "$4: ran, but EXPECTED_SKIPS says it skips on $1"
+		return 0
+	fi
+	return 1
 }
