@@ -491,6 +491,10 @@ again:
 	    REQ_LEN > r->start + r->len - REQ_ADDR) {
 		rw_reglock_write_unlock(&maps_lock);
 		rw_region_of("rare_write_map", (void *)REQ_ADDR, REQ_LEN);
+		/* It found the region valid after all: the table changed
+		 * once maps_lock was dropped. Never go on unlocked. */
+		rw_die("rare_write_map", (void *)REQ_ADDR,
+		       "the region changed while the call ran");
 	}
 	for (size_t i = 0; i < rw_table.nr_maps; i++) {
 		const struct open_map *o = &rw_table.maps[i];
@@ -594,8 +598,8 @@ void rare_write_unmap(struct rare_write_mapping m)
 	if (REQ_ADDR >= rw_table.nr_maps || !UNMAP_REC->token ||
 	    UNMAP_REC->token != REQ_LEN)
 		rw_die("rare_write_unmap", m.target, "not an open map");
-	r = rw_region_of("rare_write_unmap", (void *)UNMAP_REC->start,
-			 UNMAP_REC->end - UNMAP_REC->start);
+	rw_region_of("rare_write_unmap", (void *)UNMAP_REC->start,
+		     UNMAP_REC->end - UNMAP_REC->start);
 	views = false;
 	if (UNMAP_REC->backend) {
 		/* Found again from the record: @r came back through the
@@ -706,7 +710,7 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 				    .backend = b,
 				    .fd = -1,
 				    .seal = seal};
-	if (rw_table.backend) { /* init ran, or a library sealed itself */
+	if (b && rw_table.backend) { /* init ran, or a library sealed itself */
 		err = b->create(&filled);
 		filled.protected_ = true;
 	} else {
