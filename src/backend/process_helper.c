@@ -54,6 +54,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/rseq.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -318,19 +319,21 @@ static uint32_t my_cpu(void)
 {
 	unsigned cpu = UINT32_MAX;
 
-#if defined(__x86_64__)
-	/* What the vDSO's getcpu reads, without a system call per answer:
-	 * the limit of the per-CPU segment (GDT entry 15) is node << 12 |
-	 * cpu. */
-	unsigned char ok;
+	/* Without a system call per answer: the kernel keeps the CPU number
+	 * in the thread's rseq area, whose registration the clone inherited.
+	 * Not the vDSO's LSL/RDPID: valgrind, which make stress runs us
+	 * under, cannot execute them; it refuses rseq, so __rseq_size is 0
+	 * there. */
+	if (__rseq_size) {
+		const struct rseq *rs =
+			(const void *)((char *)__builtin_thread_pointer() +
+				       __rseq_offset);
+		int32_t id =
+			(int32_t)__atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
 
-	__asm__ volatile("lsl %[seg], %[p]\n\tsetz %[ok]"
-			 : [p] "=r"(cpu), [ok] "=qm"(ok)
-			 : [seg] "r"(15u * 8 + 3)
-			 : "cc");
-	if (ok)
-		return cpu & 0xfff;
-#endif
+		if (id >= 0)
+			return (uint32_t)id;
+	}
 	return sys(SYS_getcpu, &cpu, 0, 0) ? UINT32_MAX : cpu;
 }
 
