@@ -101,10 +101,17 @@ static size_t data_max(void)
 	return (size_t)rw_backend_word(&rw_backend_process, W_DATA);
 }
 
-static const struct prw_answer *answer_page(void)
+/* None after fork_child dropped it: a request then has no helper. */
+static const struct prw_answer *answer_page(const char *call, const void *addr)
 {
-	return (const struct prw_answer *)(uintptr_t)rw_backend_word(
-		&rw_backend_process, W_ANSWER);
+	const struct prw_answer *a =
+		(const struct prw_answer *)(uintptr_t)rw_backend_word(
+			&rw_backend_process, W_ANSWER);
+
+	if (!a)
+		rw_die(call, addr,
+		       "the process backend has no helper's answer page");
+	return a;
 }
 
 static uint64_t next_id = 1;
@@ -314,7 +321,7 @@ send_failed(const char *call, const void *addr, long n, size_t len)
 static inline __attribute__((always_inline)) int
 transact(const char *call, const void *addr, struct msghdr *mh, size_t len)
 {
-	const struct prw_answer *a = answer_page();
+	const struct prw_answer *a = answer_page(call, addr);
 	struct prw_msg *m = mh->msg_iov[0].iov_base;
 	uint32_t before;
 	long sock, n;
@@ -402,7 +409,7 @@ ctl(const char *call, const void *addr, uint32_t op, uint64_t id,
 	}
 	err = transact(call, addr, &mh, sizeof(struct prw_msg));
 	if (!err && fd >= 0) {
-		const struct prw_answer *a = answer_page();
+		const struct prw_answer *a = answer_page(call, addr);
 		struct stat st;
 
 		if (fstat(fd, &st) ||
