@@ -27,7 +27,7 @@
  * nothing that takes a libc lock or goes through the library's interposers
  * (no malloc, no stdio, no abort, no sigaction(): another thread of the
  * program may have held their locks when it was cloned). Its system calls
- * are made directly (sys(), process_syscall.h). Before serving it drops what
+ * are made directly (rw_sys(), rawsys.h). Before serving it drops what
  * it does not need of that copy: every anonymous mapping (the program's
  * heap, its other threads' stacks, its buffers, the dynamic loader's own
  * data) but its own stack and thread block; what stays is the loaded objects
@@ -74,7 +74,7 @@
 static __attribute__((noreturn)) void sys_exit(int code)
 {
 	for (;;)
-		sys(SYS_exit_group, code, 0, 0);
+		rw_sys(SYS_exit_group, code, 0, 0);
 }
 
 /* The kernel's struct sigaction (x86-64, and most others). */
@@ -171,11 +171,11 @@ static int handle_write(size_t n)
 static int memfd_fit(int fd, uint64_t len, uint64_t *dev, uint64_t *ino)
 {
 	struct stat st = {0}; /* filled by the raw fstat, unseen by analysers */
-	long seals = sys(SYS_fcntl, fd, F_GET_SEALS, 0);
+	long seals = rw_sys(SYS_fcntl, fd, F_GET_SEALS, 0);
 
 	if (seals != (F_SEAL_SHRINK | F_SEAL_GROW))
 		return -EPERM;
-	if (sys(SYS_fstat, fd, &st, 0) || st.st_size < 0 ||
+	if (rw_sys(SYS_fstat, fd, &st, 0) || st.st_size < 0 ||
 	    (uint64_t)st.st_size < len)
 		return -EINVAL;
 	for (unsigned i = 0; i < h_nr_regions; i++)
@@ -206,8 +206,8 @@ static int ctl_add(const struct prw_msg *m, int fd)
 	err = memfd_fit(fd, m->len, &dev, &ino);
 	if (err)
 		return err;
-	map = sys6(SYS_mmap, 0, (long)m->len, PROT_READ | PROT_WRITE,
-		   MAP_SHARED, fd, 0);
+	map = rw_sys6(SYS_mmap, 0, (long)m->len, PROT_READ | PROT_WRITE,
+		      MAP_SHARED, fd, 0);
 	if (map < 0 && map > -4096)
 		return (int)map;
 	h_regions[h_nr_regions].id = m->id;
@@ -226,7 +226,8 @@ static int ctl_del(const struct prw_msg *m)
 {
 	for (unsigned i = 0; i < h_nr_regions; i++)
 		if (h_regions[i].id == m->id) {
-			sys(SYS_munmap, h_regions[i].map, h_regions[i].len, 0);
+			rw_sys(SYS_munmap, h_regions[i].map, h_regions[i].len,
+			       0);
 			h_regions[i].id = h_regions[h_nr_regions - 1].id;
 			h_regions[i].start = h_regions[h_nr_regions - 1].start;
 			h_regions[i].len = h_regions[h_nr_regions - 1].len;
@@ -280,7 +281,7 @@ static void take_cmsgs(const struct msghdr *mh, pid_t *pid, int *fd)
 				if (*fd < 0)
 					*fd = got;
 				else
-					sys(SYS_close, got, 0, 0);
+					rw_sys(SYS_close, got, 0, 0);
 			}
 		}
 		if (step > (size_t)(end - p))
@@ -334,7 +335,7 @@ static uint32_t my_cpu(void)
 		if (id >= 0)
 			return (uint32_t)id;
 	}
-	return sys(SYS_getcpu, &cpu, 0, 0) ? UINT32_MAX : cpu;
+	return rw_sys(SYS_getcpu, &cpu, 0, 0) ? UINT32_MAX : cpu;
 }
 
 /* Answer the program's latest request: the count last, then the wake. */
@@ -349,8 +350,8 @@ static void answer(int err, uint32_t cpu)
 	__atomic_store_n(&h_answer->err, err, __ATOMIC_RELAXED);
 	__atomic_store_n(&h_answer->cpu, cpu, __ATOMIC_RELAXED);
 	__atomic_store_n(&h_answer->count, count, __ATOMIC_RELEASE);
-	sys6(SYS_futex, (long)&h_answer->count, FUTEX_WAKE_BITSET, 1, 0, 0,
-	     PRW_ANSWER_BIT(count));
+	rw_sys6(SYS_futex, (long)&h_answer->count, FUTEX_WAKE_BITSET, 1, 0, 0,
+		PRW_ANSWER_BIT(count));
 }
 
 static __attribute__((noreturn)) void serve(void)
@@ -368,8 +369,8 @@ static __attribute__((noreturn)) void serve(void)
 		uint32_t caller_cpu = UINT32_MAX, cpu;
 		pid_t sender;
 		int fd, err;
-		long n = sys(SYS_recvmsg, h_sock, &mh,
-			     MSG_CMSG_CLOEXEC | (polls ? MSG_DONTWAIT : 0));
+		long n = rw_sys(SYS_recvmsg, h_sock, &mh,
+				MSG_CMSG_CLOEXEC | (polls ? MSG_DONTWAIT : 0));
 
 		if (n == -EAGAIN && polls) {
 			polls--;
@@ -384,7 +385,7 @@ static __attribute__((noreturn)) void serve(void)
 		take_cmsgs(&mh, &sender, &fd);
 		err = serve_one((size_t)n, &mh, sender, fd);
 		if (fd >= 0)
-			sys(SYS_close, fd, 0, 0); /* a mapping outlives it */
+			rw_sys(SYS_close, fd, 0, 0); /* a mapping outlives it */
 		/* Anyone else's message (a raw fork child's) gets no answer:
 		 * the answer page is the program's. */
 		if (sender != h_program)
@@ -520,7 +521,7 @@ static void shed_program_memory(struct keep *k)
 	(void)ndrop;
 	return;
 #endif
-	sys(SYS_arch_prctl, 0x1003 /* ARCH_GET_FS */, &base, 0);
+	rw_sys(SYS_arch_prctl, 0x1003 /* ARCH_GET_FS */, &base, 0);
 	/* The stack below us (the loop and signal frames) and the frames
 	 * above (our arguments); static TLS below the thread pointer and the
 	 * thread control block above it. */
@@ -529,16 +530,16 @@ static void shed_program_memory(struct keep *k)
 	do {
 		char buf[4096];
 		size_t have = 0;
-		int fd =
-			(int)sys6(SYS_openat, AT_FDCWD, (long)"/proc/self/maps",
-				  O_RDONLY | O_CLOEXEC, 0, 0, 0);
+		int fd = (int)rw_sys6(SYS_openat, AT_FDCWD,
+				      (long)"/proc/self/maps",
+				      O_RDONLY | O_CLOEXEC, 0, 0, 0);
 
 		ndrop = 0;
 		if (fd < 0)
 			return;
 		for (;;) {
-			long n = sys(SYS_read, fd, buf + have,
-				     sizeof(buf) - 1 - have);
+			long n = rw_sys(SYS_read, fd, buf + have,
+					sizeof(buf) - 1 - have);
 			char *line = buf, *nl;
 
 			if (n <= 0)
@@ -560,23 +561,24 @@ static void shed_program_memory(struct keep *k)
 			have -= (size_t)(line - buf);
 			memmove(buf, line, have);
 		}
-		sys(SYS_close, fd, 0, 0);
+		rw_sys(SYS_close, fd, 0, 0);
 		for (unsigned i = 0; i < ndrop; i++)
-			sys(SYS_munmap, drop[i].lo, drop[i].hi - drop[i].lo, 0);
+			rw_sys(SYS_munmap, drop[i].lo, drop[i].hi - drop[i].lo,
+			       0);
 	} while (ndrop == DROP_MAX);
 }
 
 static void close_other_fds(int keep)
 {
-	if (keep > 0 && !sys(SYS_close_range, 0, keep - 1, 0) &&
-	    !sys(SYS_close_range, keep + 1, ~0U, 0))
+	if (keep > 0 && !rw_sys(SYS_close_range, 0, keep - 1, 0) &&
+	    !rw_sys(SYS_close_range, keep + 1, ~0U, 0))
 		return;
-	if (!keep && !sys(SYS_close_range, 1, ~0U, 0))
+	if (!keep && !rw_sys(SYS_close_range, 1, ~0U, 0))
 		return;
 	/* Kernels before 5.9: one by one. */
 	for (long fd = 0; fd < 65536; fd++)
 		if (fd != keep)
-			sys(SYS_close, fd, 0, 0);
+			rw_sys(SYS_close, fd, 0, 0);
 }
 
 /*
@@ -618,34 +620,34 @@ static int answer_page_send(int sock, const struct prw_ready *ready)
 			    .msg_control = cbuf.buf,
 			    .msg_controllen = sizeof(cbuf.buf)};
 	struct cmsghdr *c = (struct cmsghdr *)cbuf.buf;
-	long fd = sys(SYS_memfd_create, "rarewrite-answer",
-		      MFD_CLOEXEC | MFD_ALLOW_SEALING, 0),
+	long fd = rw_sys(SYS_memfd_create, "rarewrite-answer",
+			 MFD_CLOEXEC | MFD_ALLOW_SEALING, 0),
 	     map, err;
 
 	if (fd < 0)
 		return (int)fd;
-	err = sys(SYS_ftruncate, fd, PRW_PAGE, 0);
+	err = rw_sys(SYS_ftruncate, fd, PRW_PAGE, 0);
 	map = err ? err
-		  : sys6(SYS_mmap, 0, PRW_PAGE, PROT_READ | PROT_WRITE,
-			 MAP_SHARED, fd, 0);
+		  : rw_sys6(SYS_mmap, 0, PRW_PAGE, PROT_READ | PROT_WRITE,
+			    MAP_SHARED, fd, 0);
 	if (map < 0 && map > -4096) {
-		sys(SYS_close, fd, 0, 0);
+		rw_sys(SYS_close, fd, 0, 0);
 		return (int)map;
 	}
 	h_answer = (struct prw_answer *)map;
 	h_answer->pid = ready->pid;
-	err = sys(SYS_fcntl, fd, F_ADD_SEALS,
-		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE |
-			  F_SEAL_SEAL);
+	err = rw_sys(SYS_fcntl, fd, F_ADD_SEALS,
+		     F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE |
+			     F_SEAL_SEAL);
 	if (!err) {
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &(int){(int)fd}, sizeof(int));
-		err = sys(SYS_sendmsg, sock, &mh, MSG_NOSIGNAL);
+		err = rw_sys(SYS_sendmsg, sock, &mh, MSG_NOSIGNAL);
 		err = err == (long)sizeof(*ready) ? 0 : err < 0 ? err : -EIO;
 	}
-	sys(SYS_close, fd, 0, 0);
+	rw_sys(SYS_close, fd, 0, 0);
 	return (int)err;
 }
 
@@ -659,21 +661,22 @@ static __attribute__((noreturn)) void helper_main(int sock, pid_t program)
 	h_program = program;
 	h_nr_regions = 0;
 	h_answered = 0;
-	buf = sys6(SYS_mmap, 0, (long)PRW_MSG_MAX, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	buf = rw_sys6(SYS_mmap, 0, (long)PRW_MSG_MAX, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf < 0 && buf > -4096)
 		sys_exit(1);
 	h_buf = (unsigned char *)buf;
-	sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0);
-	sys(SYS_prctl, PR_SET_NAME, PRW_HELPER_COMM, 0);
-	ready.pid = (int32_t)sys(SYS_getpid, 0, 0, 0); /* not in the filter */
+	rw_sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0);
+	rw_sys(SYS_prctl, PR_SET_NAME, PRW_HELPER_COMM, 0);
+	ready.pid =
+		(int32_t)rw_sys(SYS_getpid, 0, 0, 0); /* not in the filter */
 	ready.err = PRW_READY_PAGE;
 	if (answer_page_send(sock, &ready))
 		sys_exit(1);
 	/* Refused filter: say so, and serve nothing. */
 	ready.err = prw_helper_seccomp();
-	if (sys6(SYS_sendto, sock, (long)&ready, sizeof(ready), MSG_NOSIGNAL, 0,
-		 0) != sizeof(ready) ||
+	if (rw_sys6(SYS_sendto, sock, (long)&ready, sizeof(ready), MSG_NOSIGNAL,
+		    0, 0) != sizeof(ready) ||
 	    ready.err)
 		sys_exit(1);
 	serve();
@@ -691,8 +694,8 @@ static __attribute__((noreturn)) void keeper_wait(int sock, pid_t helper)
 	siginfo_t si = {0};
 
 	for (;;) {
-		long r = sys6(SYS_waitid, P_PID, helper, (long)&si,
-			      WEXITED | __WALL, 0, 0);
+		long r = rw_sys6(SYS_waitid, P_PID, helper, (long)&si,
+				 WEXITED | __WALL, 0, 0);
 
 		if (!r)
 			break;
@@ -701,8 +704,8 @@ static __attribute__((noreturn)) void keeper_wait(int sock, pid_t helper)
 	}
 	fate.err = si.si_code;
 	fate.cpu = (uint32_t)si.si_status;
-	sys6(SYS_sendto, sock, (long)&fate, sizeof(fate),
-	     MSG_NOSIGNAL | MSG_DONTWAIT, 0, 0);
+	rw_sys6(SYS_sendto, sock, (long)&fate, sizeof(fate),
+		MSG_NOSIGNAL | MSG_DONTWAIT, 0, 0);
 	sys_exit(0);
 }
 
@@ -716,17 +719,17 @@ static __attribute__((noreturn)) void keeper_main(int sock, pid_t program,
 	/* Directly, not through the library's sigaction() interposer: its
 	 * lock may be held by a thread that is not here, and it would put
 	 * the library's handlers back. The helper inherits all of this. */
-	sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, 8, 0, 0);
+	rw_sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, 8, 0, 0);
 	for (int sig = 1; sig < 65; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
-			sys6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
+			rw_sys6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
 	close_other_fds(sock);
 	warm_up();
 	shed_program_memory(keep);
-	sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0);
-	sys(SYS_prctl, PR_SET_NAME, PRW_KEEPER_COMM, 0);
+	rw_sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0);
+	rw_sys(SYS_prctl, PR_SET_NAME, PRW_KEEPER_COMM, 0);
 	/* Exit signal 0: the keeper is told by waitid(__WALL), not SIGCHLD. */
-	helper = sys6(SYS_clone, 0, 0, 0, 0, 0, 0);
+	helper = rw_sys6(SYS_clone, 0, 0, 0, 0, 0, 0);
 	if (helper < 0)
 		sys_exit(1);
 	if (!helper)
@@ -735,7 +738,7 @@ static __attribute__((noreturn)) void keeper_main(int sock, pid_t program,
 	 * keeper that cannot confine itself does not leave a helper behind:
 	 * the program learns it was killed while starting. */
 	if (prw_keeper_seccomp())
-		sys(SYS_kill, helper, SIGKILL, 0);
+		rw_sys(SYS_kill, helper, SIGKILL, 0);
 	keeper_wait(sock, (pid_t)helper);
 }
 
@@ -746,9 +749,9 @@ static __attribute__((noreturn)) void middle_main(int sock, pid_t program,
 {
 	long keeper;
 
-	if (sys(SYS_getppid, 0, 0, 0) != program)
+	if (rw_sys(SYS_getppid, 0, 0, 0) != program)
 		sys_exit(1);
-	keeper = sys6(SYS_clone, 0, 0, 0, 0, 0, 0);
+	keeper = rw_sys6(SYS_clone, 0, 0, 0, 0, 0, 0);
 	if (!keeper)
 		keeper_main(sock, program, keep);
 	sys_exit(keeper < 0 ? 1 : 0);
@@ -774,7 +777,7 @@ int prw_helper_spawn(int sock)
 	/* Like fork(), but exit signal 0: not a SIGCHLD child, and reaped
 	 * right here. No atfork handlers run; the child touches no libc
 	 * lock. */
-	pid = sys6(SYS_clone, 0, 0, 0, 0, 0, 0);
+	pid = rw_sys6(SYS_clone, 0, 0, 0, 0, 0, 0);
 	if (!pid)
 		middle_main(sock, program, &keep);
 	if (pid > 0)

@@ -53,7 +53,7 @@ static int install(const struct sock_filter *insns, size_t n)
 		.len = (unsigned short)n,
 		.filter = (struct sock_filter *)insns,
 	};
-	long err = sys6(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0);
+	long err = rw_sys6(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0);
 
 	if (err)
 		return (int)err;
@@ -61,7 +61,7 @@ static int install(const struct sock_filter *insns, size_t n)
 	 * the helper serves unconfined, as before the filter existed; any
 	 * other refusal stops it. Direct system calls: the helper may no
 	 * longer bind a lazy symbol (process_helper.c). */
-	err = sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+	err = rw_sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
 	return err == -ENOSYS ? 0 : (int)err;
 }
 
