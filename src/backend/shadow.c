@@ -49,48 +49,13 @@ static struct alias alias_map(const char *call, const struct rw_region *r,
 	return a;
 }
 
-/*
- * Each segment is copied out of the caller's memory (its stack, which
- * another thread's store can rewrite) and only the validated copy is used:
- * the store through the alias has the length the alias was mapped for.
- */
-static void shadow_write(const struct rw_seg *segs, unsigned n)
-{
-	rw_memfd_write_lock(false);
-	for (unsigned i = 0; i < n; i++) {
-		const struct rw_seg s = segs[i];
-		struct alias a = alias_map("rare_write_memcpy",
-					   rw_seg_region(&s), s.dst, s.len);
-
-		rw_seg_store(&s, a.at);
-		munmap(a.base, a.len);
-	}
-	rw_memfd_write_unlock();
-}
-
-/* The lock first, then the segment from the arguments (internal.h). */
-static __attribute__((noinline)) void shadow_write_built(const char *call,
-							 void *dst,
-							 const void *src,
-							 size_t len, int fill)
-{
-	struct rw_seg s;
-	struct alias a;
-
-	rw_memfd_write_lock(false);
-	rw_seg_make(&rw_backend_shadow, call, dst, src, len, fill, &s);
-	a = alias_map(call, s.region, s.dst, s.len);
-	rw_seg_store(&s, a.at);
-	munmap(a.base, a.len);
-	rw_memfd_write_unlock();
-}
-
 #if RW_RAWSYS_INLINE
 /*
  * Map a writable alias of the page at @off of @fd, store the @len low
  * bytes of @v at @at in it in one store, unmap it: one asm block, so the
  * alias and the offset cannot be spilled to the stack in between (a
- * zeroed base would leave the alias mapped). 0 or -errno.
+ * zeroed base would leave the alias mapped). 0, or mmap's or munmap's
+ * -errno.
  */
 static inline __attribute__((always_inline)) long
 alias_store(long fd, uintptr_t off, uintptr_t at, uint64_t v, size_t len)
@@ -125,8 +90,7 @@ alias_store(long fd, uintptr_t off, uintptr_t at, uint64_t v, size_t len)
 		"4:\tmovb %b[v], (%%rax)\n"
 		"5:\tmov %[page], %%esi\n\t"
 		"mov %[nr_munmap], %%eax\n\t"
-		"syscall\n\t"
-		"xor %%eax, %%eax\n"
+		"syscall\n"
 		"9:"
 		: "=&a"(err)
 		: [fd] "r"(fd), [off] "r"(off), [at] "r"(at), [v] "r"(v),
@@ -146,14 +110,175 @@ static long alias_store(long fd, uintptr_t off, uintptr_t at, uint64_t v,
 }
 #endif
 
+#if RW_RAWSYS_INLINE
+/*
+ * The copy or fill of any other size: map a writable alias of the pages
+ * @maplen bytes long at @off of @fd, copy @len bytes from @src (NULL: fill
+ * with byte @fill) to @at_off in it, unmap it. One asm block: the alias's
+ * base and length never leave registers from mmap(2) to munmap(2), where a
+ * C version reloaded them from its frame after the copy (a base rewritten
+ * there left the writable alias mapped for good). The arguments come in a
+ * record the block reads before mmap(2), the last blocking point before
+ * they are used. 0, or munmap's or mmap's -errno.
+ */
+struct alias_job {
+	long fd;
+	uintptr_t off;	  /* page offset in the memfd */
+	size_t maplen;	  /* whole pages */
+	uintptr_t at_off; /* the destination in the alias */
+	const void *src;
+	size_t len;
+	long fill;
+};
+_Static_assert(sizeof(struct alias_job) == 56 && SYS_mmap == 9 &&
+		       SYS_munmap == 11 && PROT_READ + PROT_WRITE == 3 &&
+		       MAP_SHARED == 1,
+	       "the offsets and constants the assembly below uses");
+
+static inline __attribute__((always_inline)) long
+alias_bulk(const struct alias_job *job)
+{
+	long ret = (long)job;
+
+	__asm__ volatile("mov 0(%%rax), %%r8\n\t"
+			 "mov 8(%%rax), %%r9\n\t"
+			 "mov 16(%%rax), %%r12\n\t"
+			 "mov 24(%%rax), %%r13\n\t"
+			 "mov 32(%%rax), %%r14\n\t"
+			 "mov 40(%%rax), %%r15\n\t"
+			 "mov 48(%%rax), %%rbx\n\t"
+			 "xor %%edi, %%edi\n\t"
+			 "mov %%r12, %%rsi\n\t"
+			 "mov $3, %%edx\n\t"
+			 "mov $1, %%r10d\n\t"
+			 "mov $9, %%eax\n\t"
+			 "syscall\n\t"
+			 "cmp $-4095, %%rax\n\t"
+			 "jae 9f\n\t"
+			 "mov %%rax, %%r8\n\t"
+			 "lea (%%rax,%%r13), %%rdi\n\t"
+			 "mov %%r15, %%rcx\n\t"
+			 "test %%r14, %%r14\n\t"
+			 "jz 1f\n\t"
+			 "mov %%r14, %%rsi\n\t"
+			 "rep movsb\n\t"
+			 "jmp 2f\n"
+			 "1:\tmov %%ebx, %%eax\n\t"
+			 "rep stosb\n"
+			 "2:\tmov %%r8, %%rdi\n\t"
+			 "mov %%r12, %%rsi\n\t"
+			 "mov $11, %%eax\n\t"
+			 "syscall\n"
+			 "9:"
+			 : "+a"(ret)
+			 :
+			 : "rbx", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10",
+			   "r11", "r12", "r13", "r14", "r15", "memory", "cc");
+	return ret;
+}
+#else
+struct alias_job {
+	long fd;
+	uintptr_t off;
+	size_t maplen;
+	uintptr_t at_off;
+	const void *src;
+	size_t len;
+	long fill;
+};
+
+/* Elsewhere: the same in C; the alias's base and length may cross the
+ * copy in memory (SECURITY.md), so at least munmap's failure aborts. */
+static long alias_bulk(const struct alias_job *job)
+{
+	char *base = mmap(NULL, job->maplen, PROT_READ | PROT_WRITE, MAP_SHARED,
+			  (int)job->fd, (off_t)job->off);
+
+	if (base == MAP_FAILED)
+		return -errno;
+	if (job->src)
+		memmove(base + job->at_off, job->src, job->len);
+	else
+		memset(base + job->at_off, (int)job->fill, job->len);
+	return munmap(base, job->maplen) ? -errno : 0;
+}
+#endif
+
 static __attribute__((noreturn, noinline)) void
 shadow_refused(const char *call, void *dst, size_t len, long err)
 {
 	if (!err)
 		rw_die(call, dst,
 		       "%zu bytes: the region changed during the write", len);
-	rw_die(call, dst, "cannot map a writable alias: %s",
+	rw_die(call, dst, "cannot map or unmap a writable alias: %s",
 	       strerror((int)-err));
+}
+
+/*
+ * Apply segment @s (a private copy, validated: its region @r is the
+ * table's) through an alias: an aligned 1, 2, 4 or 8-byte copy in one
+ * store (alias_store(): readers never see it torn), anything else with
+ * alias_bulk(). Neither lets the alias's base or length cross a call in
+ * memory, and both say when munmap(2) failed: then the alias may still be
+ * mapped writable, and the process dies rather than go on with it.
+ */
+static void shadow_store_seg(const char *call, const struct rw_region *r,
+			     const struct rw_seg *s)
+{
+	uintptr_t a = (uintptr_t)s->dst, len = s->len;
+	uintptr_t first = a & ~(rw_page_size - 1);
+	uintptr_t last = (a + len + rw_page_size - 1) & ~(rw_page_size - 1);
+	long err;
+
+	if (RW_RAWSYS_INLINE && s->src &&
+	    (len == 1 || len == 2 || len == 4 || len == 8) && !(a % len)) {
+		uint64_t v = 0;
+
+		memcpy(&v, s->src, len);
+		err = alias_store(r->fd, first - r->start, a - first, v, len);
+	} else {
+		const struct alias_job job = {.fd = r->fd,
+					      .off = first - r->start,
+					      .maplen = last - first,
+					      .at_off = a - first,
+					      .src = s->src,
+					      .len = len,
+					      .fill = (unsigned char)s->fill};
+
+		err = alias_bulk(&job);
+	}
+	if (err)
+		shadow_refused(call, s->dst, len, err);
+}
+
+/*
+ * Each segment is copied out of the caller's memory (its stack, which
+ * another thread's store can rewrite) and only the validated copy is used:
+ * the store through the alias has the length the alias was mapped for.
+ */
+static void shadow_write(const struct rw_seg *segs, unsigned n)
+{
+	rw_memfd_write_lock(false);
+	for (unsigned i = 0; i < n; i++) {
+		const struct rw_seg s = segs[i];
+
+		shadow_store_seg("rare_write_memcpy", rw_seg_region(&s), &s);
+	}
+	rw_memfd_write_unlock();
+}
+
+/* The lock first, then the segment from the arguments (internal.h). */
+static __attribute__((noinline)) void shadow_write_built(const char *call,
+							 void *dst,
+							 const void *src,
+							 size_t len, int fill)
+{
+	struct rw_seg s;
+
+	rw_memfd_write_lock(false);
+	rw_seg_make(&rw_backend_shadow, call, dst, src, len, fill, &s);
+	shadow_store_seg(call, s.region, &s);
+	rw_memfd_write_unlock();
 }
 
 /*
