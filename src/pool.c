@@ -24,6 +24,8 @@
 #include "internal.h"
 #include "klock.h"
 #include "pool_layout.h"
+#include "rawsys.h"
+#include "table.h"
 
 /* Allocation is serialised, every pool behind one lock that no store can
  * release (klock.c, taken inline: klock.h): a mutex word released while
@@ -43,15 +45,30 @@ static size_t round_up(size_t x, size_t to)
 	return (x + to - 1) / to * to;
 }
 
-static struct rw_region *pool_region(const char *call,
-				     const struct rare_pool *pool)
+static __attribute__((noreturn, noinline)) void
+pool_refused(const char *call, const struct rare_pool *pool)
 {
-	struct rw_region *r = pool ? rw_region_lookup(pool) : NULL;
+	rw_die(call, pool, "not a live rare_pool");
+}
 
-	if (!r || r->kind != RW_REGION_POOL || r->start != (uintptr_t)pool ||
-	    pool->magic != POOL_MAGIC)
-		rw_die(call, pool, "not a live rare_pool");
-	return r;
+/*
+ * The table's region of @pool, or abort naming @call. Inline, no function
+ * call: rare_free() keeps the object it was given in a register up to its
+ * first write, where a callee would save it on the stack for another
+ * thread to rewrite (then a free of another live object).
+ */
+static inline __attribute__((always_inline)) struct rw_region *
+pool_region(const char *call, const struct rare_pool *pool)
+{
+	unsigned nr = __atomic_load_n(&rw_table.nr_regions, __ATOMIC_ACQUIRE);
+
+	for (struct rw_region *r = rw_table.regions; r < rw_table.regions + nr;
+	     r++)
+		if (__atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) ==
+			    RW_REGION_POOL &&
+		    r->start == (uintptr_t)pool && pool->magic == POOL_MAGIC)
+			return r;
+	pool_refused(call, pool);
 }
 
 struct rare_pool *rare_pool_create(size_t capacity)
@@ -140,6 +157,80 @@ static void meta_write(struct rw_region *r, void *dst, const void *src,
 	rw_write(&seg, 1);
 }
 
+/*
+ * Why a bookkeeping write can be trusted. The record a write puts in is
+ * built in this frame, and the backend reads it (and the segment that says
+ * where it goes) only after its locks and system calls: a store into the
+ * stack in between changes what goes in (a new slot's bit cleared: one
+ * object handed out twice) or where (rw_seg_region() accepts any place in
+ * the pool's region). So the record is computed from the protected one
+ * under the pool lock, and after the write the protected record is read
+ * back and must be exactly the one this call meant (@want, kept apart from
+ * the copy the write reads), each slot counted once (its count the number
+ * of bits set) and the call's own slot used (alloc) or free (free);
+ * anything else aborts before the object is handed out or the call
+ * returns. Under the pool lock no other call writes the bookkeeping (a
+ * pipe no store releases, klock.c), so what is read back is this call's
+ * write. What remains: a store that rewrites both copies of the record and
+ * the slot number (a callee-saved register its callee saved on the stack)
+ * the same way at once (SECURITY.md).
+ */
+static void meta_verify(const char *call, const struct rare_pool *pool,
+			size_t p, const struct page_meta *want, unsigned slot,
+			bool used)
+{
+	const volatile struct page_meta *got = &pool->meta[p];
+	unsigned bits = 0;
+	bool ok = got->state == want->state && got->nr_used == want->nr_used &&
+		  got->run == want->run;
+
+	for (unsigned i = 0; i < SLOT_WORDS; i++) {
+		uint64_t w = got->used_slots[i];
+
+		ok &= w == want->used_slots[i];
+		bits += (unsigned)__builtin_popcountll(w);
+	}
+	ok &= bits == got->nr_used && slot < 64 * SLOT_WORDS &&
+	      !(got->used_slots[slot / 64] & (1ULL << (slot % 64))) == !used;
+	if (!ok)
+		rw_die(call, (const void *)&pool->meta[p],
+		       "the pool's bookkeeping is not what this call wrote (a "
+		       "store into the caller's stack?)");
+}
+
+/* Zeroes, for the freed objects that are not zero already (none written,
+ * none to redirect). Read-only (.rodata): the source no store changes. */
+static const unsigned char zero_page[4096] __attribute__((aligned(64)));
+
+static bool all_zero(const void *obj, size_t size)
+{
+	const volatile uint64_t *w = obj;
+
+	for (size_t i = 0; i < size / sizeof(*w); i++)
+		if (w[i])
+			return false;
+	return true;
+}
+
+/*
+ * Zero the object at @obj of @size bytes being freed. Not a segment in
+ * this frame: the public write path, whose backends take the destination
+ * and length in registers and check them against the table after their
+ * locks (write_one), so the write goes to @obj and its @size bytes; read
+ * back afterwards, the object must be zero.
+ */
+static void zero_object(const char *call, void *obj, size_t size)
+{
+	if (all_zero(obj, size))
+		return;
+	rw_write_args(call, obj, size <= sizeof(zero_page) ? zero_page : NULL,
+		      size, 0);
+	if (!all_zero(obj, size))
+		rw_die(call, obj,
+		       "the freed object was not zeroed (a store into the "
+		       "caller's stack?)");
+}
+
 int rare_pool_set_name(struct rare_pool *pool, const char *name)
 {
 	struct rw_region *r = pool_region("rare_pool_set_name", pool);
@@ -184,6 +275,10 @@ static size_t page_for_class(struct rw_region *r, struct rare_pool *pool,
 		return SIZE_MAX;
 	p = pool->bump;
 	meta_write(r, &pool->bump, &(size_t){p + 1}, sizeof(pool->bump));
+	if (pool->bump != p + 1)
+		rw_die("rare_alloc", &pool->bump,
+		       "the pool's bookkeeping is not what this call wrote (a "
+		       "store into the caller's stack?)");
 found:
 	hint = (uint32_t)p;
 	meta_write(r, &pool->hint[c], &hint, sizeof(hint));
@@ -194,20 +289,26 @@ static void *alloc_small(struct rw_region *r, struct rare_pool *pool,
 			 unsigned c)
 {
 	size_t p = page_for_class(r, pool, c);
-	struct page_meta m;
+	struct page_meta want, m;
 	unsigned slot;
 
 	if (p == SIZE_MAX)
 		return NULL;
-	m = pool->meta[p];
-	if (m.state == PAGE_FREE)
-		m.state = (uint16_t)(c + 1);
+	want = pool->meta[p];
+	if (want.state == PAGE_FREE)
+		want.state = (uint16_t)(c + 1);
 	for (slot = 0; slot < slots_of(c); slot++)
-		if (!(m.used_slots[slot / 64] & (1ULL << (slot % 64))))
+		if (!(want.used_slots[slot / 64] & (1ULL << (slot % 64))))
 			break;
-	m.used_slots[slot / 64] |= 1ULL << (slot % 64);
-	m.nr_used++;
+	if (slot == slots_of(c))
+		rw_die("rare_alloc", &pool->meta[p],
+		       "the pool's bookkeeping counts a free slot in a full "
+		       "page");
+	want.used_slots[slot / 64] |= 1ULL << (slot % 64);
+	want.nr_used++;
+	m = want; /* what the write reads; @want is what it must have put */
 	meta_write(r, &pool->meta[p], &m, sizeof(m));
+	meta_verify("rare_alloc", pool, p, &want, slot, true);
 	return (char *)page_addr(pool, p) + ((size_t)slot << (c + MIN_SHIFT));
 }
 
@@ -219,6 +320,8 @@ static void *alloc_large(struct rw_region *r, struct rare_pool *pool,
 	size_t p, run = 0;
 	struct page_meta head = {.state = PAGE_LARGE_HEAD};
 	struct page_meta tail = {.state = PAGE_LARGE_TAIL};
+	const struct page_meta want_tail = {.state = PAGE_LARGE_TAIL};
+	struct page_meta want_head;
 
 	if (n > pool->nr_pages)
 		return NULL;
@@ -233,11 +336,19 @@ static void *alloc_large(struct rw_region *r, struct rare_pool *pool,
 			return NULL;
 		meta_write(r, &pool->bump, &(size_t){p + n},
 			   sizeof(pool->bump));
+		if (pool->bump != p + n)
+			rw_die("rare_alloc", &pool->bump,
+			       "the pool's bookkeeping is not what this call "
+			       "wrote (a store into the caller's stack?)");
 	}
 	head.run = (uint32_t)n;
-	for (size_t i = 1; i < n; i++)
+	want_head = head;
+	for (size_t i = 1; i < n; i++) {
 		meta_write(r, &pool->meta[p + i], &tail, sizeof(tail));
+		meta_verify("rare_alloc", pool, p + i, &want_tail, 0, false);
+	}
 	meta_write(r, &pool->meta[p], &head, sizeof(head));
+	meta_verify("rare_alloc", pool, p, &want_head, 0, false);
 	return page_addr(pool, p);
 }
 
@@ -264,7 +375,9 @@ void *rare_alloc(struct rare_pool *pool, size_t size)
 void rare_free(struct rare_pool *pool, void *obj)
 {
 	struct rw_region *r;
-	struct page_meta m;
+	struct page_meta want, m;
+	/* Not rw_page_size: getpagesize() is a call (see pool_region()). */
+	const size_t page = RW_RAWSYS_PAGE;
 	uintptr_t off;
 	size_t p;
 
@@ -272,46 +385,48 @@ void rare_free(struct rare_pool *pool, void *obj)
 		return;
 	r = pool_region("rare_free", pool);
 	off = (uintptr_t)obj - pool->objects;
-	p = off / rw_page_size;
+	p = off / page;
 	if ((uintptr_t)obj < pool->objects || p >= pool->bump)
 		rw_die("rare_free", obj, "not allocated from pool %p",
 		       (void *)pool);
 	pool_lock();
-	m = pool->meta[p];
-	if (m.state >= 1 && m.state <= NR_CLASSES) {
-		unsigned c = m.state - 1u;
-		size_t slot = (off % rw_page_size) >> (c + MIN_SHIFT);
+	want = pool->meta[p];
+	if (want.state >= 1 && want.state <= NR_CLASSES) {
+		unsigned c = want.state - 1u;
+		size_t slot = (off % page) >> (c + MIN_SHIFT);
 		uint64_t bit = 1ULL << (slot % 64);
-		struct rw_seg segs[2];
 
 		if (off % ((size_t)1 << (c + MIN_SHIFT)) ||
-		    !(m.used_slots[slot / 64] & bit)) {
+		    !(want.used_slots[slot / 64] & bit)) {
 			pool_unlock();
 			rw_die("rare_free", obj,
 			       "double free or not an object start");
 		}
-		m.used_slots[slot / 64] &= ~bit;
-		m.nr_used--;
-		if (!m.nr_used)
-			m.state = PAGE_FREE; /* any class may reuse it */
-		segs[0] = (struct rw_seg){.region = r,
-					  .dst = obj,
-					  .len = (size_t)1 << (c + MIN_SHIFT)};
-		segs[1] = (struct rw_seg){.region = r,
-					  .dst = &pool->meta[p],
-					  .src = &m,
-					  .len = sizeof(m)};
-		rw_write(segs, 2);
-	} else if (m.state == PAGE_LARGE_HEAD && !(off % rw_page_size)) {
-		size_t n = m.run;
-		struct rw_seg segs[2] = {
-			{.region = r, .dst = obj, .len = n * rw_page_size},
-			{.region = r,
-			 .dst = &pool->meta[p],
-			 .len = n * sizeof(m)},
-		};
+		want.used_slots[slot / 64] &= ~bit;
+		want.nr_used--;
+		if (!want.nr_used)
+			want.state = PAGE_FREE; /* any class may reuse it */
+		zero_object("rare_free", obj, (size_t)1 << (c + MIN_SHIFT));
+		m = want; /* what the write reads; @want is what it must put */
+		meta_write(r, &pool->meta[p], &m, sizeof(m));
+		meta_verify("rare_free", pool, p, &want, (unsigned)slot, false);
+	} else if (want.state == PAGE_LARGE_HEAD && !(off % page)) {
+		size_t n = want.run;
+		struct rw_seg seg = {.region = r,
+				     .dst = &pool->meta[p],
+				     .len = n * sizeof(m)};
 
-		rw_write(segs, 2);
+		if (!n || n > pool->bump - p) {
+			pool_unlock();
+			rw_die("rare_free", obj,
+			       "the pool's bookkeeping gives a run past its "
+			       "pages");
+		}
+		zero_object("rare_free", obj, n * page);
+		rw_write(&seg, 1);
+		memset(&want, 0, sizeof(want));
+		for (size_t i = 0; i < n; i++)
+			meta_verify("rare_free", pool, p + i, &want, 0, false);
 	} else {
 		pool_unlock();
 		rw_die("rare_free", obj, "double free or not an object start");
