@@ -91,5 +91,10 @@ const struct attack_expect attack_table[] = {
 	/* Lock words released by a store while held (26, attack_locks.c). */
 	{"26a", {B, B, B, B, B}},
 	{"26b", {B, B, B, B, B}},
+	/* Records built on the stack, read after a blocking point (27,
+	 * attack_inflight.c). */
+	{"27a", {B, B, B, B, B}},
+	{"27b", {B, B, B, B, B}},
+	{"27c", {NA, NA, B, NA, NA}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
