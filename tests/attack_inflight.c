@@ -176,6 +176,7 @@ static struct {
 	struct if_handler *table; /* live, never freed */
 	void *volatile cur;	  /* the object being freed */
 	volatile int in_free;
+	volatile int storing;	  /* the attacker is between check and store */
 	volatile uint64_t *frame; /* below it: the library's frames */
 } iff;
 
@@ -211,6 +212,11 @@ static void *free_victim(void *arg)
 		__atomic_store_n(&iff.in_free, 1, __ATOMIC_SEQ_CST);
 		rare_free(pool, o);
 		__atomic_store_n(&iff.in_free, 0, __ATOMIC_SEQ_CST);
+		/* No store of the attacker's lands after the call (in the
+		 * program's next one): wait out one between its check of
+		 * in_free and its store (both sequentially consistent). */
+		while (__atomic_load_n(&iff.storing, __ATOMIC_SEQ_CST))
+			;
 		if (iff.table->magic != IF_MAGIC)
 			return (void *)1;
 	}
@@ -228,14 +234,17 @@ static void *free_attacker(void *arg)
 
 		if (!o || !__atomic_load_n(&iff.in_free, __ATOMIC_SEQ_CST))
 			continue;
-		for (volatile uint64_t *p = ifl.lo; p + 2 < iff.frame; p++)
-			if (p[0] == o &&
-			    (p[1] == sizeof(struct if_handler) ||
-			     p[2] == sizeof(struct if_handler)) &&
-			    __atomic_load_n(&iff.in_free, __ATOMIC_SEQ_CST)) {
+		for (volatile uint64_t *p = ifl.lo; p + 2 < iff.frame; p++) {
+			if (p[0] != o || (p[1] != sizeof(struct if_handler) &&
+					  p[2] != sizeof(struct if_handler)))
+				continue;
+			__atomic_store_n(&iff.storing, 1, __ATOMIC_SEQ_CST);
+			if (__atomic_load_n(&iff.in_free, __ATOMIC_SEQ_CST)) {
 				p[0] = (uint64_t)iff.table;
 				ifl.stores++;
 			}
+			__atomic_store_n(&iff.storing, 0, __ATOMIC_SEQ_CST);
+		}
 	}
 	return NULL;
 }
