@@ -60,8 +60,11 @@ applied_stamp() {
 #                                 an Oopsed window would look closed
 #   pks|cr0:rw_end_restores_loaded_mm   only mm switches mm
 #   mm|cr0:RARE_WRITE_NMI_STATE   only pks keeps NMI state (in PKRS)
+#   mm|cr0:RARE_WRITE_FORGED_CLOSE   only pks closes with a register write
+#                                 that is read back
 EXPECTED_SKIPS="mm:rw_every_cpu_closed pks:rw_end_restores_loaded_mm
-cr0:rw_end_restores_loaded_mm mm:RARE_WRITE_NMI_STATE cr0:RARE_WRITE_NMI_STATE"
+cr0:rw_end_restores_loaded_mm mm:RARE_WRITE_NMI_STATE cr0:RARE_WRITE_NMI_STATE
+mm:RARE_WRITE_FORGED_CLOSE cr0:RARE_WRITE_FORGED_CLOSE"
 skip_expected() { # backend name
 	case " $(tr '\n' ' ' <<< "$EXPECTED_SKIPS") " in
 	*" $1:$2 "*) return 0 ;;
@@ -129,4 +132,30 @@ crash_xfail() {
 		return 0
 	fi
 	return 1
+}
+
+# context_check LABEL LOG CONTEXT: a boot that ran one lkdtm test of the
+# context rule alone (init's rwtest_only=: RARE_WRITE_IN_HARDIRQ, _IN_NMI).
+# rare_write() there must BUG before a window opens; in interrupt context
+# that panics, and the test's panic notifier says whether the data
+# changed. Passes on the refusal, the panic and an unchanged verdict, with
+# no "FAIL:" line; reports through the caller's ok/bad.
+context_check() {
+	local why=
+	if ! grep -q "^RWTEST: only-begin" "$2"; then
+		why="init did not start the test"
+	elif grep -q "FAIL:" "$2"; then
+		why=$(grep -m1 -o "FAIL:.*" "$2")
+	elif ! grep -q "window asked for in hard interrupt or NMI context" "$2"; then
+		why="no refusal (\"window asked for in hard interrupt or NMI context\")"
+	elif ! grep -q "rare_write in $3 context refused, __wr_rare data unchanged" "$2"; then
+		why="no verdict from the panic notifier"
+	elif ! grep -q "Kernel panic" "$2"; then
+		why="the refusal did not end in a panic"
+	fi
+	if [ -z "$why" ]; then
+		ok "$1: refused before a window opened (BUG, panic, data unchanged)"
+	else
+		bad "$1: $why"
+	fi
 }
