@@ -93,11 +93,12 @@ static void pwrite_copy(const struct rw_seg *s, int fd, off_t off)
  *   than its destination: measured on an AMD EPYC (FSRM, Linux 6.18) with a
  *   reader thread, pwrite of 8 bytes to file offset 8 from a page-aligned
  *   buffer was seen torn (0xff, 0xffff...) in 7 of 10 runs of 1.2 million
- *   writes, and in none of 25 runs when source and destination had the same
- *   offset modulo 64 (docs/backends.md, pwrite). So 8 aligned bytes are one
- *   store only from a source at the destination's offset modulo 64: every
- *   write of 8 bytes or less goes out from a copy of the value in a stack
- *   buffer, placed there (pwrite_small(), and pwrite_write_one() below).
+ *   writes, and in none of 150 runs (25 at each of six offsets) when source
+ *   and destination had the same offset modulo 64 (docs/backends.md,
+ *   pwrite). So 8 aligned bytes are one store only from a source at the
+ *   destination's offset modulo 64: every write of 8 bytes or less goes
+ *   out from a copy of the value in a stack buffer, placed there
+ *   (pwrite_small(), and pwrite_write_one() below).
  *   The copy holds only the value, which was in the caller's memory
  *   already; nothing of the destination or the region goes to memory.
  *
