@@ -237,3 +237,39 @@ TEST(signal_every_signal_arrives_during_writes, EXPECT_PASS)
 	CHECK(sw_value == n);
 	CHECK(store_faults(&sw_value));
 }
+
+/* ---- rare_write_add() from a handler that interrupts one ---- */
+
+static long sw_counter __wr_rare;
+static volatile sig_atomic_t added;
+
+static void adding_handler(int sig)
+{
+	(void)sig;
+	rare_write_add(sw_counter, 1);
+	added++;
+}
+
+/* A handler that finds the add lock held by the code it interrupted would
+ * wait for it forever: it runs after the add instead, and both land. */
+TEST(signal_handler_add_during_add, EXPECT_PASS)
+{
+	struct sigaction sa = {.sa_handler = adding_handler,
+			       .sa_flags = SA_RESTART};
+	struct sender s = {pthread_self(), false};
+	pthread_t t;
+	long n = 0;
+
+	init();
+	alarm(60); /* a deadlock ends the case */
+	sigemptyset(&sa.sa_mask);
+	CHECK(!sigaction(SIGRTMIN, &sa, NULL));
+	CHECK(!pthread_create(&t, NULL, send_all, &s));
+	while (!s.done || added < SENT) {
+		rare_write_add(sw_counter, 1);
+		n++;
+	}
+	pthread_join(t, NULL);
+	CHECK(sw_counter == n + added && added == SENT);
+	CHECK(store_faults(&sw_counter));
+}

@@ -15,15 +15,15 @@
  * whose count never reaches zero (attack 12a).
  *
  * Signals are not blocked. A window belongs to a thread: the same page
- * records, per thread id (gettid(), which no store changes), how many
- * windows the thread holds. The library's wrapper, first in every handler
- * (signal.c), closes the interrupted thread's windows on entry and reopens
- * them on exit, so a handler never writes through the window it
- * interrupted (attacks 3, 11c), and a store that faults inside a window is
- * reported like any other. The short stretches that hold the flip lock (a
- * single write, begin, end) are critical sections: a signal that arrives
- * there runs right after (signal.c), so a handler never waits for a lock
- * its own thread holds, and a single write costs its two mprotect() calls.
+ * records, per thread (this_thread(): its FS base register on x86-64,
+ * else gettid(); no store changes either), how many windows it holds. The
+ * library's wrapper, first in every handler (signal.c), closes the interrupted
+ * thread's windows on entry and reopens them on exit, so a handler never writes
+ * through the window it interrupted (attacks 3, 11c), and a store that faults
+ * inside a window is reported like any other. The short stretches that hold the
+ * flip lock (a single write, begin, end) are critical sections: a signal that
+ * arrives there runs right after (signal.c), so a handler never waits for a
+ * lock its own thread holds, and a single write costs its two mprotect() calls.
  *
  * Each region is an anonymous mapping of its own (a section's pages are
  * moved out of the program's file-backed data mapping), cut into pieces
@@ -39,6 +39,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -58,7 +59,7 @@ extern const struct rw_backend rw_backend_mprotect RW_HIDDEN;
 /* The windows one thread holds, and those its handlers suspended, each
  * with the frame of the handler that suspended it. */
 struct thread_windows {
-	int32_t tid; /* 0: free slot */
+	uint64_t tid; /* this_thread(); 0: free slot */
 	uint32_t windows;
 	uint32_t nest; /* handlers running on it that suspended some */
 	struct {
@@ -110,13 +111,38 @@ static void flip_all(bool writable)
 			     r->start, r->len, writable);
 }
 
-static int32_t this_tid(void)
+/*
+ * Who the calling thread is, without a system call where the CPU allows:
+ * on x86-64 its FS base, the thread pointer, from the register (RDFSBASE;
+ * a store cannot change a register, only arch_prctl() or WRFSBASE can).
+ * Where the kernel has not enabled FSGSBASE the same value comes from
+ * arch_prctl(ARCH_GET_FS); a store to the C library's copy of the hardware
+ * capabilities only picks between the two (or makes RDFSBASE fault). Two
+ * live threads never share a thread pointer; a thread that exits holding
+ * windows leaves them open, and a later thread may get its pointer (its
+ * control block reused) and so its windows, as one may get a tid.
+ * Elsewhere: gettid().
+ */
+static uint64_t this_thread(void)
 {
-	return (int32_t)syscall(SYS_gettid);
+#if defined(__x86_64__)
+	uint64_t fs;
+
+	if (getauxval(AT_HWCAP2) & 2 /* HWCAP2_FSGSBASE */) {
+		__asm__ volatile("rdfsbase %0" : "=r"(fs));
+		return fs;
+	}
+	if (syscall(SYS_arch_prctl, 0x1003 /* ARCH_GET_FS */, &fs))
+		rw_die("rare_write_begin", NULL, "arch_prctl: %s",
+		       strerror(errno));
+	return fs;
+#else
+	return (uint64_t)syscall(SYS_gettid);
+#endif
 }
 
 /* The record of @tid, or NULL; flip_lock held (or a stable table). */
-static const struct thread_windows *find_record(int32_t tid)
+static const struct thread_windows *find_record(uint64_t tid)
 {
 	if (!control.nr_threads)
 		return NULL;
@@ -126,6 +152,19 @@ static const struct thread_windows *find_record(int32_t tid)
 	return NULL;
 }
 
+/* A record in one of the first slots goes into the vault with the counts
+ * in one pwrite() (the slots before it rewritten with their own contents,
+ * flip_lock held); a window's begin and end then cost one each. */
+#define ONE_WRITE_SLOTS 4
+struct control_head {
+	unsigned long counts[2];
+	struct thread_windows thr[ONE_WRITE_SLOTS];
+};
+_Static_assert(offsetof(struct control, thr) ==
+			       offsetof(struct control_head, thr) &&
+		       sizeof(struct control_head) <= 512,
+	       "the head of the control page, written in one pwrite()");
+
 /* Replace the record of @rec->tid by @rec (a record without windows or
  * suspended ones is freed), and the count by @open; flip_lock held. */
 static void set_record(const struct thread_windows *rec, unsigned long open)
@@ -133,6 +172,7 @@ static void set_record(const struct thread_windows *rec, unsigned long open)
 	const struct thread_windows *slot = find_record(rec->tid);
 	bool empty = !rec->windows && !rec->nest;
 	unsigned long counts[2] = {open, control.nr_threads};
+	const struct thread_windows freed = {.tid = 0};
 
 	if (!slot && !empty) {
 		for (unsigned i = 0; i < MAX_THREADS && !slot; i++)
@@ -144,18 +184,28 @@ static void set_record(const struct thread_windows *rec, unsigned long open)
 			       MAX_THREADS);
 		counts[1]++;
 	}
-	if (slot && empty) {
-		control_store((void *)slot, &(struct thread_windows){.tid = 0},
-			      sizeof(*slot));
+	if (slot && empty)
 		counts[1]--;
-	} else if (slot) {
-		control_store((void *)slot, rec, sizeof(*slot));
+	if (slot && slot - control.thr < ONE_WRITE_SLOTS) {
+		size_t i = (size_t)(slot - control.thr);
+		size_t span = (size_t)((const char *)(slot + 1) -
+				       (const char *)&control);
+		struct control_head head;
+
+		memcpy(&head, &control, span);
+		memcpy(head.counts, counts, sizeof(counts));
+		head.thr[i] = empty ? freed : *rec;
+		control_store(&control, &head, span);
+		return;
 	}
+	if (slot)
+		control_store((void *)slot, empty ? &freed : rec,
+			      sizeof(*slot));
 	control_store(&control.open_windows, counts, sizeof(counts));
 }
 
 /* This thread's record as a value (zeroes if it has none). */
-static struct thread_windows my_record(int32_t tid)
+static struct thread_windows my_record(uint64_t tid)
 {
 	const struct thread_windows *r = find_record(tid);
 	struct thread_windows rec = {.tid = tid};
@@ -441,7 +491,7 @@ static void mprotect_write_one(const struct rw_region *r, const char *call,
  * the first opens or the last closes. */
 static void windows_add(const char *call, int delta)
 {
-	int32_t tid = this_tid();
+	uint64_t tid = this_thread();
 	struct thread_windows rec;
 	unsigned long open;
 
@@ -514,14 +564,14 @@ static void mprotect_unmap(struct rw_region *r, void *view, void *addr,
  */
 static void mprotect_signal_enter(void *uc)
 {
-	int32_t tid;
+	uint64_t tid;
 	struct thread_windows rec;
 	unsigned long open;
 
 	(void)uc;
 	if (!__atomic_load_n(&control.nr_threads, __ATOMIC_RELAXED))
 		return;
-	tid = this_tid();
+	tid = this_thread();
 	lock();
 	rec = my_record(tid);
 	if (!find_record(tid)) {
@@ -543,7 +593,7 @@ static void mprotect_signal_enter(void *uc)
 
 static void mprotect_signal_exit(void *uc)
 {
-	int32_t tid;
+	uint64_t tid;
 	struct thread_windows rec;
 	unsigned long open;
 	uint32_t back = 0;
@@ -551,7 +601,7 @@ static void mprotect_signal_exit(void *uc)
 
 	if (!__atomic_load_n(&control.nr_threads, __ATOMIC_RELAXED))
 		return;
-	tid = this_tid();
+	tid = this_thread();
 	lock();
 	rec = my_record(tid);
 	for (i = rec.nest; i > 0; i--)
@@ -599,10 +649,15 @@ static void mprotect_fork_parent(void)
  * forking thread keeps its own under its new id. */
 static void mprotect_fork_child(void)
 {
-	/* The forking thread, from the core's table: a copy in .bss, set
-	 * here in prepare, could be pointed at a thread that holds a window
-	 * while the parent forks (attack 14f). */
-	struct thread_windows rec = my_record(rw_fork_tid());
+	/* The forking thread: from its register (x86-64: the child's thread
+	 * pointer is the forking thread's), or the core's table; a copy in
+	 * .bss, set here in prepare, could be pointed at a thread that holds
+	 * a window while the parent forks (attack 14f). */
+#if defined(__x86_64__)
+	struct thread_windows rec = my_record(this_thread());
+#else
+	struct thread_windows rec = my_record((uint64_t)rw_fork_tid());
+#endif
 	int fd = rw_vault_fork_copy(control_fd(), &control, sizeof(control));
 
 	/* The parent's vault is shared: a copy of our own, writable only
@@ -617,7 +672,7 @@ static void mprotect_fork_child(void)
 	if (rec.windows || rec.nest) {
 		unsigned long open = rec.windows;
 
-		rec.tid = this_tid();
+		rec.tid = this_thread();
 		set_record(&rec, open);
 	}
 	if (!control.open_windows)
