@@ -22,7 +22,9 @@ bench-plot:
 	gnuplot -e "dir='$(BENCH_OUT)'; out='bench/results.png'" bench/plot.gp
 
 # SQLite's timings too where its build is there (real/real.mk).
-bench-report: $(BENCH_BIN)
+# The SQLite section needs its two programs (real/real.mk; the source comes
+# from the npm registry once, then from the verified download).
+bench-report: $(BENCH_BIN) $(B)/real/sqlite/sqlite3-rare $(B)/real/sqlite/sqlite3-plain
 	REAL=$(REAL) REAL_BACKENDS="$${REAL_BACKENDS:-$(AVAILABLE_BACKENDS)}" \
 		sh bench/report.sh $(BENCH_BIN) $(BENCH_OUT)/report bench/README.md
 
