@@ -100,27 +100,24 @@ void rw_write(const struct rw_seg *segs, unsigned n)
 			rw_write(&segs[i], 1);
 		return;
 	}
-	/* Inside this thread's own begin/end window, stores go straight in. */
-	if (rw_window_depth && b == rw_table.backend) {
+	/* Inside this thread's own begin/end window, stores go straight in.
+	 * The backend is read from the table again at each use, never @b
+	 * held across a call (a callee saves it on the stack): which code
+	 * runs is the region's. */
+	if (rw_window_depth &&
+	    rw_seg_region(&segs[0])->backend == rw_table.backend) {
 		write_plain(segs, n);
 		return;
 	}
 	/* Memory a raw fork() child would share with its parent. */
-	if (b->dontfork_views)
+	if (rw_seg_region(&segs[0])->backend->dontfork_views)
 		rw_owner_check("rare_write", segs[0].dst);
-	b->write(segs, n);
+	rw_seg_region(&segs[0])->backend->write(segs, n);
 }
 
-void rw_seg_make(const struct rw_backend *b, const char *call, void *dst,
-		 const void *src, size_t len, int fill, struct rw_seg *out)
+void rw_seg_moved(const char *call, const void *dst)
 {
-	struct rw_region *r = rw_region_of(call, dst, len);
-
-	if (r->backend != b)
-		rw_die(call, dst,
-		       "the region changed backend during the write");
-	*out = (struct rw_seg){
-		.region = r, .dst = dst, .src = src, .len = len, .fill = fill};
+	rw_die(call, dst, "the region changed backend during the write");
 }
 
 /* What rw_write_args() does not do inline: before init, inside a window,
@@ -146,7 +143,10 @@ static __attribute__((noinline)) void write_args_slow(const char *call,
 	}
 	if (b->dontfork_views)
 		rw_owner_check(call, dst);
-	b->write_one(r, call, dst, src, len, fill);
+	/* The region and its backend found again: @r and @b came back
+	 * through the callee above, which may have saved them on the stack. */
+	r = rw_region_of(call, dst, len);
+	r->backend->write_one(r, call, dst, src, len, fill);
 }
 
 /*
@@ -306,7 +306,7 @@ void rare_write_begin(void)
 	if (my_nested_extra())
 		nested_set(this_tid(), 0);
 	rw_window_depth = 1;
-	b->begin();
+	rw_table.backend->begin(); /* not @b: it crossed the calls above */
 }
 
 void rare_write_end(void)
@@ -685,8 +685,16 @@ bad:
 	       "into the caller's stack?)");
 }
 
+/*
+ * @level: the pool's own backend, or NULL for the process-wide default,
+ * which is read from the table at each use (POOL_BACKEND), never kept in
+ * a variable that crosses the calls between (a callee saves it on the
+ * stack, where another thread can swap it for another backend's: 15g). A
+ * pool's own level still crosses them (15d).
+ */
+#define POOL_BACKEND (level ? level : rw_table.backend)
 struct rw_region *rw_region_create(size_t len, size_t meta_len,
-				   const struct rw_backend *b, bool seal)
+				   const struct rw_backend *level, bool seal)
 {
 	struct rw_region *r, filled;
 	int err;
@@ -695,9 +703,9 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 		rw_die("rare_pool_create", NULL,
 		       "called inside an open window");
 	pthread_mutex_lock(&registry_lock);
-	if (!b)
-		b = rw_table.backend; /* NULL before the first seal: init's */
-	err = b ? backend_use(b) : 0; /* a pool's own level, on first use */
+	/* NULL before the first seal: init's; a pool's own level is set up
+	 * on first use. */
+	err = POOL_BACKEND ? backend_use(POOL_BACKEND) : 0;
 	if (err)
 		goto out;
 	r = rw_region_alloc();
@@ -707,11 +715,12 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 	}
 	filled = (struct rw_region){.kind = RW_REGION_FREE,
 				    .len = len,
-				    .backend = b,
+				    .backend = POOL_BACKEND,
 				    .fd = -1,
 				    .seal = seal};
-	if (b && rw_table.backend) { /* init ran, or a library sealed itself */
-		err = b->create(&filled);
+	/* init ran, or a library sealed itself */
+	if (POOL_BACKEND && rw_table.backend) {
+		err = POOL_BACKEND->create(&filled);
 		filled.protected_ = true;
 	} else {
 		/* Plain memory until init (or the first rare_write_seal_self())
@@ -724,10 +733,16 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 	}
 	if (err)
 		goto out;
-	created_check(&filled, b, len, seal);
+	created_check(&filled, POOL_BACKEND, len, seal);
 	filled.user_start = filled.start + meta_len;
 	slot_freed(r); /* not moved to a live record meanwhile (15d) */
-	rw_region_commit(r, &filled, RW_REGION_POOL);
+	rw_region_fill(r, &filled);
+	/* The backend picks the code that runs on the region: the record's
+	 * copy came through the stack (filled, and the store's own buffer),
+	 * so it is written again until the table holds this call's (15g). */
+	while (__atomic_load_n(&r->backend, __ATOMIC_RELAXED) != POOL_BACKEND)
+		TABLE_SET(r->backend, POOL_BACKEND);
+	rw_region_publish(r, RW_REGION_POOL);
 out:
 	pthread_mutex_unlock(&registry_lock);
 	if (err) {
@@ -736,6 +751,7 @@ out:
 	}
 	return r;
 }
+#undef POOL_BACKEND
 
 /*
  * @r came from a lookup before the lock wait, in memory another thread can

@@ -71,6 +71,7 @@ const struct attack_expect attack_table[] = {
 	{"15d", {O, O, O, O, O}},
 	{"15e", {O, O, O, O, O}},
 	{"15f", {B, NA, NA, O, NA}},
+	{"15g", {B, B, B, B, B}},
 	/* Control from memory the library does not own (21), interposition
 	 * gaps (22), the fault report (23), pkey's other keys (24). */
 	{"21a", {B, B, B, B, B}},
