@@ -166,13 +166,10 @@ RW_HIDDEN int rw_backend_index(const struct rw_backend *b);
  * Whether @b is backend @id of the list, by its slot: what a backend
  * compares a region's ops pointer with, not its own ops table's address,
  * which a compiler keeps in a callee-saved register across calls (a
- * callee saves it on the stack, where another thread swaps it).
+ * callee saves it on the stack, where another thread swaps it). A macro,
+ * as rw_seg_make() below.
  */
-static inline bool rw_backend_is(const struct rw_backend *b,
-				 enum rw_backend_id id)
-{
-	return rw_backend_index(b) == (int)id;
-}
+#define rw_backend_is(b, id) (rw_backend_index(b) == (int)(id))
 /* The backend called @name, or NULL. */
 RW_HIDDEN const struct rw_backend *rw_backend_find(const char *name);
 
@@ -306,20 +303,23 @@ RW_HIDDEN void rw_write_args(const char *call, void *dst, const void *src,
 RW_HIDDEN __attribute__((noreturn)) void rw_seg_moved(const char *call,
 						      const void *dst);
 /* For write_one, locks held: the segment of these arguments, validated
- * against the table now, on backend @b (else abort naming @call). Inline:
- * @b is the caller's constant, taken after the lookup, not a value held
- * across it (a callee may save it on the stack). */
-static inline __attribute__((always_inline)) void
-rw_seg_make(const struct rw_backend *b, const char *call, void *dst,
-	    const void *src, size_t len, int fill, struct rw_seg *out)
-{
-	struct rw_region *r = rw_region_of(call, dst, len);
-
-	if (r->backend != b)
-		rw_seg_moved(call, dst);
-	*out = (struct rw_seg){
-		.region = r, .dst = dst, .src = src, .len = len, .fill = fill};
-}
+ * against the table now, on backend @b (else abort naming @call). A
+ * macro: @b is the caller's constant, taken after the lookup, not a value
+ * held across it (a callee may save it on the stack); not an inline
+ * function, whose calls would count against every includer
+ * (tests/check-deps.sh). */
+#define rw_seg_make(b, call, dst, src, len, fill, out)                         \
+	do {                                                                   \
+		struct rw_region *r_ = rw_region_of((call), (dst), (len));     \
+                                                                               \
+		if (r_->backend != (b))                                        \
+			rw_seg_moved((call), (dst));                           \
+		*(out) = (struct rw_seg){.region = r_,                         \
+					 .dst = (dst),                         \
+					 .src = (src),                         \
+					 .len = (len),                         \
+					 .fill = (fill)};                      \
+	} while (0)
 RW_HIDDEN bool rw_initialised(void);
 
 /* Whether the table's region @r (a pointer that came in a register) is
