@@ -358,50 +358,74 @@ static unsigned long next_token = 1;
 static inline __attribute__((always_inline)) void
 map_request_put(uintptr_t addr, size_t len)
 {
-	long bad = 0;
+	long bad = 0, tid = rw_sys(SYS_gettid, 0, 0, 0);
 
 	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
 	    !RW_RAWSYS_INLINE) {
 		struct rw_region_request {
-			uint64_t addr, len;
-		} req = {addr, len};
+			uint64_t addr, len, tid;
+		} req = {addr, len, (uint64_t)tid};
 
 		rw_table_store(&rw_table.map_request, &req, sizeof(req));
 		return;
 	}
 #if RW_RAWSYS_INLINE
-	__asm__ volatile(
-		"sub $128, %%rsp\n\t" /* the red zone */
-		"push %[len]\n\t"
-		"push %[addr]\n\t"
-		"mov %k[fd], %%edi\n\t"
-		"mov %%rsp, %%rsi\n\t"
-		"mov $16, %%edx\n\t"
-		"mov %[off], %%r10\n\t"
-		"mov %[nr], %%eax\n\t"
-		"syscall\n\t"
-		"add $144, %%rsp\n\t"
-		"cmp $16, %%rax\n\t"
-		"jne 1f\n\t"
-		"xor %%eax, %%eax\n\t"
-		"cmp %[addr], (%[at])\n\t"
-		"jne 1f\n\t"
-		"cmp %[len], 8(%[at])\n\t"
-		"je 2f\n"
-		"1:\tmov $1, %%eax\n"
-		"2:"
-		: "=&a"(bad)
-		: [fd] "r"((long)rw_table.vault_fd),
-		  [at] "r"(&rw_table.map_request),
-		  [off] "r"((long)((char *)&rw_table.map_request -
-				   (char *)&rw_table)),
-		  [addr] "r"(addr), [len] "r"(len), [nr] "i"(SYS_pwrite64)
-		: "rdi", "rsi", "rdx", "r10", "rcx", "r11", "memory", "cc");
+	__asm__ volatile("sub $128, %%rsp\n\t" /* the red zone */
+			 "push %[tid]\n\t"
+			 "push %[len]\n\t"
+			 "push %[addr]\n\t"
+			 "mov %k[fd], %%edi\n\t"
+			 "mov %%rsp, %%rsi\n\t"
+			 "mov $24, %%edx\n\t"
+			 "mov %[off], %%r10\n\t"
+			 "mov %[nr], %%eax\n\t"
+			 "syscall\n\t"
+			 "add $152, %%rsp\n\t"
+			 "cmp $24, %%rax\n\t"
+			 "jne 1f\n\t"
+			 "xor %%eax, %%eax\n\t"
+			 "cmp %[addr], (%[at])\n\t"
+			 "jne 1f\n\t"
+			 "cmp %[len], 8(%[at])\n\t"
+			 "jne 1f\n\t"
+			 "cmp %[tid], 16(%[at])\n\t"
+			 "je 2f\n"
+			 "1:\tmov $1, %%eax\n"
+			 "2:"
+			 : "=&a"(bad)
+			 : [fd] "r"((long)rw_table.vault_fd),
+			   [at] "r"(&rw_table.map_request),
+			   [off] "r"((long)((char *)&rw_table.map_request -
+					    (char *)&rw_table)),
+			   [addr] "r"(addr), [len] "r"(len), [tid] "r"(tid),
+			   [nr] "i"(SYS_pwrite64)
+			 : "rdi", "rsi", "rdx", "r10", "rcx", "r11", "memory",
+			   "cc");
 #endif
 	if (bad)
 		rw_die("rare_write_map", (void *)addr,
 		       "the map's request changed on its way to the table (a "
 		       "store into the caller's stack?)");
+}
+
+/*
+ * Abort unless the request in the table is still this thread's (its tid,
+ * the kernel's word): maps_lock is a word a store can release, and
+ * another thread's map or unmap then puts its own request over this one
+ * midway, which the steps after read (26c: the victim's map went to the
+ * other's target). Only the putting thread writes its tid there, so a
+ * request replaced at any moment since the put fails this check, made
+ * before the call returns what it did, inline: the slot unmap frees next
+ * is read from the request with no call in between (maps_lock held).
+ */
+static inline __attribute__((always_inline)) void
+map_request_mine(const char *call)
+{
+	if (__atomic_load_n(&rw_table.map_request.tid, __ATOMIC_RELAXED) !=
+	    (uint64_t)rw_sys(SYS_gettid, 0, 0, 0))
+		rw_die(call, (void *)REQ_ADDR,
+		       "another thread's request replaced this one while it "
+		       "ran (a store released maps_lock?)");
 }
 
 /* Record the map in progress (the request, @view, a token) in a slot,
@@ -556,6 +580,7 @@ again:
 	if (protected_ &&
 	    rw_region_lookup((void *)REQ_ADDR)->backend->map_in_place)
 		m.addr = m.target;
+	map_request_mine("rare_write_map");
 	rw_reglock_write_unlock(&maps_lock);
 	return m;
 }
@@ -613,6 +638,7 @@ void rare_write_unmap(struct rare_write_mapping m)
 		r = rw_region_lookup((void *)UNMAP_REC->start);
 		views = r->backend->fork_waits_for_views;
 	}
+	map_request_mine("rare_write_unmap");
 	TABLE_SET(UNMAP_REC->token, 0UL);
 	rw_reglock_write_unlock(&maps_lock);
 	if (views) {

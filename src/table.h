@@ -86,9 +86,12 @@ struct rw_table {
 	/* The address and length of the rare_write_map() in progress, or
 	 * the slot index and token of the rare_write_unmap() in progress,
 	 * written first (core.c, map_request_put()): what the call uses
-	 * from then on, where no store reaches it (the scribbler, 15e). */
+	 * from then on, where no store reaches it (the scribbler, 15e).
+	 * @tid: the thread that put it (gettid()), checked before the call
+	 * returns: a maps_lock word released by a store let another thread's
+	 * request replace it midway (26c). */
 	struct {
-		uint64_t addr, len;
+		uint64_t addr, len, tid;
 	} map_request;
 	struct open_map maps[RW_MAX_MAPS];
 	/* nested_lock */

@@ -92,5 +92,7 @@ const struct attack_expect attack_table[] = {
 	/* Lock words released by a store while held (26, attack_locks.c). */
 	{"26a", {B, B, B, B, B}},
 	{"26b", {B, B, B, B, B}},
+	{"26c", {B, B, B, B, B}},
+	{"26d", {NA, NA, B, NA, NA}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
