@@ -87,11 +87,11 @@ struct rw_table {
 	 * the slot index and token of the rare_write_unmap() in progress,
 	 * written first (core.c, map_request_put()): what the call uses
 	 * from then on, where no store reaches it (the scribbler, 15e).
-	 * @tid: the thread that put it (gettid()), checked before the call
-	 * returns: a maps_lock word released by a store let another thread's
-	 * request replace it midway (26c). */
+	 * @caller: the stack pointer of the call that put it, checked before
+	 * the call returns: a maps_lock word released by a store let another
+	 * thread's request replace it midway (26c). */
 	struct {
-		uint64_t addr, len, tid;
+		uint64_t addr, len, caller;
 	} map_request;
 	struct open_map maps[RW_MAX_MAPS];
 	/* nested_lock */
