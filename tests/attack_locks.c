@@ -45,7 +45,7 @@ struct lock_case {
 	void (*call)(int who);	    /* 0: the victim, 1: the second thread */
 	const void *(*watch)(void); /* the protected word the call reads */
 	bool (*landed)(char *what, size_t cap); /* after both calls */
-	unsigned accesses; /* attacked at the first ones (0: 8) */
+	unsigned accesses;			/* attacked at the first ones */
 };
 
 /* ---- 26a: rare_write_add() ---- */
@@ -481,7 +481,7 @@ static void lock_attack(const struct lock_case *lc)
 	if (!nr_locks)
 		attack_report(ATTACK_ERROR, "no lock object in the library");
 	lc->setup(); /* the victims are forks: the same addresses */
-	for (nth = 1; nth <= (lc->accesses ? lc->accesses : 8); nth++) {
+	for (nth = 1; nth <= lc->accesses; nth++) {
 		enum round r = attack_round(lc, nth, what, sizeof(what));
 
 		if (r == ROUND_LANDED)
@@ -503,7 +503,7 @@ ATTACK("26a", lock_add,
        "meanwhile")
 {
 	static const struct lock_case lc = {add_setup, add_call, add_watch,
-					    add_landed};
+					    add_landed, 8};
 
 	lock_attack(&lc);
 }
@@ -514,7 +514,7 @@ ATTACK("26b", lock_pool,
        "allocates meanwhile")
 {
 	static const struct lock_case lc = {alloc_setup, alloc_call,
-					    alloc_watch, alloc_landed};
+					    alloc_watch, alloc_landed, 8};
 
 	lock_attack(&lc);
 }
