@@ -34,12 +34,16 @@ static const struct {
 	unsigned preference;
 	bool auto_last;
 } registry[] = {
-	{&rw_backend_pkey, 0, false},	 {&rw_backend_pwrite, 1, true},
-	{&rw_backend_shadow, 3, false},	 {&rw_backend_mprotect, 2, false},
-	{&rw_backend_process, 4, false},
+	[RW_BACKEND_PKEY] = {&rw_backend_pkey, 0, false},
+	[RW_BACKEND_PWRITE] = {&rw_backend_pwrite, 1, true},
+	[RW_BACKEND_SHADOW] = {&rw_backend_shadow, 3, false},
+	[RW_BACKEND_MPROTECT] = {&rw_backend_mprotect, 2, false},
+	[RW_BACKEND_PROCESS] = {&rw_backend_process, 4, false},
 };
 
 #define NR_BACKENDS (sizeof(registry) / sizeof(registry[0]))
+_Static_assert(NR_BACKENDS == RW_NR_BACKENDS,
+	       "enum rw_backend_id names every backend of the list");
 _Static_assert(NR_BACKENDS <= RW_MAX_BACKENDS,
 	       "more backends than the core's table has slots for");
 

@@ -100,27 +100,24 @@ void rw_write(const struct rw_seg *segs, unsigned n)
 			rw_write(&segs[i], 1);
 		return;
 	}
-	/* Inside this thread's own begin/end window, stores go straight in. */
-	if (rw_window_depth && b == rw_table.backend) {
+	/* Inside this thread's own begin/end window, stores go straight in.
+	 * The backend is read from the table again at each use, never @b
+	 * held across a call (a callee saves it on the stack): which code
+	 * runs is the region's. */
+	if (rw_window_depth &&
+	    rw_seg_region(&segs[0])->backend == rw_table.backend) {
 		write_plain(segs, n);
 		return;
 	}
 	/* Memory a raw fork() child would share with its parent. */
-	if (b->dontfork_views)
+	if (rw_seg_region(&segs[0])->backend->dontfork_views)
 		rw_owner_check("rare_write", segs[0].dst);
-	b->write(segs, n);
+	rw_seg_region(&segs[0])->backend->write(segs, n);
 }
 
-void rw_seg_make(const struct rw_backend *b, const char *call, void *dst,
-		 const void *src, size_t len, int fill, struct rw_seg *out)
+void rw_seg_moved(const char *call, const void *dst)
 {
-	struct rw_region *r = rw_region_of(call, dst, len);
-
-	if (r->backend != b)
-		rw_die(call, dst,
-		       "the region changed backend during the write");
-	*out = (struct rw_seg){
-		.region = r, .dst = dst, .src = src, .len = len, .fill = fill};
+	rw_die(call, dst, "the region changed backend during the write");
 }
 
 /* What rw_write_args() does not do inline: before init, inside a window,
@@ -146,7 +143,10 @@ static __attribute__((noinline)) void write_args_slow(const char *call,
 	}
 	if (b->dontfork_views)
 		rw_owner_check(call, dst);
-	b->write_one(r, call, dst, src, len, fill);
+	/* The region and its backend found again: @r and @b came back
+	 * through the callee above, which may have saved them on the stack. */
+	r = rw_region_of(call, dst, len);
+	r->backend->write_one(r, call, dst, src, len, fill);
 }
 
 /*
@@ -306,7 +306,7 @@ void rare_write_begin(void)
 	if (my_nested_extra())
 		nested_set(this_tid(), 0);
 	rw_window_depth = 1;
-	b->begin();
+	rw_table.backend->begin(); /* not @b: it crossed the calls above */
 }
 
 void rare_write_end(void)
@@ -355,53 +355,96 @@ static unsigned long next_token = 1;
  * before the kernel reads it is caught by the compare). Before the seal,
  * or in the fork child, the table is plain memory.
  */
+/*
+ * Which call put the request: its stack pointer, the same at every point
+ * of rare_write_map()'s (or rare_write_unmap()'s) body and another in
+ * every other thread (stacks are disjoint) or frame, and a register no
+ * store reaches (never saved to memory: calls give it back by arithmetic).
+ * No system call: the figures of docs/backends.md hold.
+ */
+static inline __attribute__((always_inline)) uint64_t map_caller(void)
+{
+#if defined(__x86_64__)
+	uint64_t sp;
+
+	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+	return sp;
+#else
+	return (uint64_t)(uintptr_t)__builtin_frame_address(0);
+#endif
+}
+
 static inline __attribute__((always_inline)) void
 map_request_put(uintptr_t addr, size_t len)
 {
-	long bad = 0;
+	long bad = 0, caller = (long)map_caller();
 
 	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
 	    !RW_RAWSYS_INLINE) {
 		struct rw_region_request {
-			uint64_t addr, len;
-		} req = {addr, len};
+			uint64_t addr, len, caller;
+		} req = {addr, len, (uint64_t)caller};
 
 		rw_table_store(&rw_table.map_request, &req, sizeof(req));
 		return;
 	}
 #if RW_RAWSYS_INLINE
-	__asm__ volatile(
-		"sub $128, %%rsp\n\t" /* the red zone */
-		"push %[len]\n\t"
-		"push %[addr]\n\t"
-		"mov %k[fd], %%edi\n\t"
-		"mov %%rsp, %%rsi\n\t"
-		"mov $16, %%edx\n\t"
-		"mov %[off], %%r10\n\t"
-		"mov %[nr], %%eax\n\t"
-		"syscall\n\t"
-		"add $144, %%rsp\n\t"
-		"cmp $16, %%rax\n\t"
-		"jne 1f\n\t"
-		"xor %%eax, %%eax\n\t"
-		"cmp %[addr], (%[at])\n\t"
-		"jne 1f\n\t"
-		"cmp %[len], 8(%[at])\n\t"
-		"je 2f\n"
-		"1:\tmov $1, %%eax\n"
-		"2:"
-		: "=&a"(bad)
-		: [fd] "r"((long)rw_table.vault_fd),
-		  [at] "r"(&rw_table.map_request),
-		  [off] "r"((long)((char *)&rw_table.map_request -
-				   (char *)&rw_table)),
-		  [addr] "r"(addr), [len] "r"(len), [nr] "i"(SYS_pwrite64)
-		: "rdi", "rsi", "rdx", "r10", "rcx", "r11", "memory", "cc");
+	__asm__ volatile("sub $128, %%rsp\n\t" /* the red zone */
+			 "push %[caller]\n\t"
+			 "push %[len]\n\t"
+			 "push %[addr]\n\t"
+			 "mov %k[fd], %%edi\n\t"
+			 "mov %%rsp, %%rsi\n\t"
+			 "mov $24, %%edx\n\t"
+			 "mov %[off], %%r10\n\t"
+			 "mov %[nr], %%eax\n\t"
+			 "syscall\n\t"
+			 "add $152, %%rsp\n\t"
+			 "cmp $24, %%rax\n\t"
+			 "jne 1f\n\t"
+			 "xor %%eax, %%eax\n\t"
+			 "cmp %[addr], (%[at])\n\t"
+			 "jne 1f\n\t"
+			 "cmp %[len], 8(%[at])\n\t"
+			 "jne 1f\n\t"
+			 "cmp %[caller], 16(%[at])\n\t"
+			 "je 2f\n"
+			 "1:\tmov $1, %%eax\n"
+			 "2:"
+			 : "=&a"(bad)
+			 : [fd] "r"((long)rw_table.vault_fd),
+			   [at] "r"(&rw_table.map_request),
+			   [off] "r"((long)((char *)&rw_table.map_request -
+					    (char *)&rw_table)),
+			   [addr] "r"(addr), [len] "r"(len),
+			   [caller] "r"(caller), [nr] "i"(SYS_pwrite64)
+			 : "rdi", "rsi", "rdx", "r10", "rcx", "r11", "memory",
+			   "cc");
 #endif
 	if (bad)
 		rw_die("rare_write_map", (void *)addr,
 		       "the map's request changed on its way to the table (a "
 		       "store into the caller's stack?)");
+}
+
+/*
+ * Abort unless the request in the table is still this call's (its stack
+ * pointer, map_caller()): maps_lock is a word a store can release, and
+ * another thread's map or unmap then puts its own request over this one
+ * midway, which the steps after read (26c: the victim's map went to the
+ * other's target). Only the putting call writes its own there, so a
+ * request replaced at any moment since the put fails this check, made
+ * before the call returns what it did, inline: the slot unmap frees next
+ * is read from the request with no call in between (maps_lock held).
+ */
+static inline __attribute__((always_inline)) void
+map_request_mine(const char *call)
+{
+	if (__atomic_load_n(&rw_table.map_request.caller, __ATOMIC_RELAXED) !=
+	    map_caller())
+		rw_die(call, (void *)REQ_ADDR,
+		       "another thread's request replaced this one while it "
+		       "ran (a store released maps_lock?)");
 }
 
 /* Record the map in progress (the request, @view, a token) in a slot,
@@ -556,6 +599,7 @@ again:
 	if (protected_ &&
 	    rw_region_lookup((void *)REQ_ADDR)->backend->map_in_place)
 		m.addr = m.target;
+	map_request_mine("rare_write_map");
 	rw_reglock_write_unlock(&maps_lock);
 	return m;
 }
@@ -613,6 +657,7 @@ void rare_write_unmap(struct rare_write_mapping m)
 		r = rw_region_lookup((void *)UNMAP_REC->start);
 		views = r->backend->fork_waits_for_views;
 	}
+	map_request_mine("rare_write_unmap");
 	TABLE_SET(UNMAP_REC->token, 0UL);
 	rw_reglock_write_unlock(&maps_lock);
 	if (views) {
@@ -685,8 +730,16 @@ bad:
 	       "into the caller's stack?)");
 }
 
+/*
+ * @level: the pool's own backend, or NULL for the process-wide default,
+ * which is read from the table at each use (POOL_BACKEND), never kept in
+ * a variable that crosses the calls between (a callee saves it on the
+ * stack, where another thread can swap it for another backend's: 15g). A
+ * pool's own level still crosses them (15d).
+ */
+#define POOL_BACKEND (level ? level : rw_table.backend)
 struct rw_region *rw_region_create(size_t len, size_t meta_len,
-				   const struct rw_backend *b, bool seal)
+				   const struct rw_backend *level, bool seal)
 {
 	struct rw_region *r, filled;
 	int err;
@@ -695,9 +748,9 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 		rw_die("rare_pool_create", NULL,
 		       "called inside an open window");
 	pthread_mutex_lock(&registry_lock);
-	if (!b)
-		b = rw_table.backend; /* NULL before the first seal: init's */
-	err = b ? backend_use(b) : 0; /* a pool's own level, on first use */
+	/* NULL before the first seal: init's; a pool's own level is set up
+	 * on first use. */
+	err = POOL_BACKEND ? backend_use(POOL_BACKEND) : 0;
 	if (err)
 		goto out;
 	r = rw_region_alloc();
@@ -707,11 +760,12 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 	}
 	filled = (struct rw_region){.kind = RW_REGION_FREE,
 				    .len = len,
-				    .backend = b,
+				    .backend = POOL_BACKEND,
 				    .fd = -1,
 				    .seal = seal};
-	if (b && rw_table.backend) { /* init ran, or a library sealed itself */
-		err = b->create(&filled);
+	/* init ran, or a library sealed itself */
+	if (POOL_BACKEND && rw_table.backend) {
+		err = POOL_BACKEND->create(&filled);
 		filled.protected_ = true;
 	} else {
 		/* Plain memory until init (or the first rare_write_seal_self())
@@ -724,10 +778,16 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 	}
 	if (err)
 		goto out;
-	created_check(&filled, b, len, seal);
+	created_check(&filled, POOL_BACKEND, len, seal);
 	filled.user_start = filled.start + meta_len;
 	slot_freed(r); /* not moved to a live record meanwhile (15d) */
-	rw_region_commit(r, &filled, RW_REGION_POOL);
+	rw_region_fill(r, &filled);
+	/* The backend picks the code that runs on the region: the record's
+	 * copy came through the stack (filled, and the store's own buffer),
+	 * so it is written again until the table holds this call's (15g). */
+	while (__atomic_load_n(&r->backend, __ATOMIC_RELAXED) != POOL_BACKEND)
+		TABLE_SET(r->backend, POOL_BACKEND);
+	rw_region_publish(r, RW_REGION_POOL);
 out:
 	pthread_mutex_unlock(&registry_lock);
 	if (err) {
@@ -736,6 +796,7 @@ out:
 	}
 	return r;
 }
+#undef POOL_BACKEND
 
 /*
  * @r came from a lookup before the lock wait, in memory another thread can

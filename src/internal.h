@@ -135,6 +135,22 @@ struct rw_backend {
 };
 
 /*
+ * Each backend's slot in backends.c's list, known when it is compiled: the
+ * words below are addressed by it, never by an ops pointer, which a callee
+ * may save on the stack where another thread's store swaps it for another
+ * backend's (the process backend then read mprotect's words: scribbler
+ * 15d).
+ */
+enum rw_backend_id {
+	RW_BACKEND_PKEY,
+	RW_BACKEND_PWRITE,
+	RW_BACKEND_SHADOW,
+	RW_BACKEND_MPROTECT,
+	RW_BACKEND_PROCESS,
+	RW_NR_BACKENDS
+};
+
+/*
  * backends.c: the list of backends (one file each under backend/), the one
  * place that names them. @i counts in the manual's order; @rank in auto's
  * order of preference, and *@last says auto without needs stops there.
@@ -146,6 +162,14 @@ RW_HIDDEN const struct rw_backend *rw_backend_preferred(unsigned rank,
 /* @b's place in the list (its slot in the core's table), or -1 when it is
  * none of the library's. */
 RW_HIDDEN int rw_backend_index(const struct rw_backend *b);
+/*
+ * Whether @b is backend @id of the list, by its slot: what a backend
+ * compares a region's ops pointer with, not its own ops table's address,
+ * which a compiler keeps in a callee-saved register across calls (a
+ * callee saves it on the stack, where another thread swaps it). A macro,
+ * as rw_seg_make() below.
+ */
+#define rw_backend_is(b, id) (rw_backend_index(b) == (int)(id))
 /* The backend called @name, or NULL. */
 RW_HIDDEN const struct rw_backend *rw_backend_find(const char *name);
 
@@ -167,14 +191,38 @@ RW_HIDDEN struct rw_region *rw_region_next(struct rw_region *prev);
 	for ((r) = rw_region_next(NULL); (r); (r) = rw_region_next(r))
 
 /*
- * Words of backend @b kept in the core's table, where no store reaches
+ * Words of backend @id kept in the core's table, where no store reaches
  * them (a descriptor, a pid, a size that decides where a write or a
- * descriptor goes). Set with the registry lock held (setup, create) or in
- * the fork child's hook; read with plain loads. @i < 8.
+ * descriptor goes): the table's first member (table.h), so a read is one
+ * load from a link-time address. Set with the registry lock held (setup,
+ * create) or in the fork child's hook; read with plain loads. @id and @i
+ * must be constants (checked when compiled).
  */
-RW_HIDDEN uint64_t rw_backend_word(const struct rw_backend *b, unsigned i);
-RW_HIDDEN void rw_backend_word_set(const struct rw_backend *b, unsigned i,
-				   uint64_t v);
+#define RW_BACKEND_WORDS 8
+struct rw_backend_words {
+	uint64_t word[RW_MAX_BACKENDS][RW_BACKEND_WORDS];
+};
+struct rw_table;
+RW_HIDDEN extern struct rw_table rw_table;
+#define rw_backend_word(id, i)                                                 \
+	({                                                                     \
+		_Static_assert((id) < RW_NR_BACKENDS &&                        \
+				       (i) < RW_BACKEND_WORDS,                 \
+			       "a backend word by constant slot and index");   \
+		__atomic_load_n(&((const struct rw_backend_words               \
+					   *)(const void *)&rw_table)          \
+					 ->word[id][i],                        \
+				__ATOMIC_ACQUIRE);                             \
+	})
+#define rw_backend_word_set(id, i, v)                                          \
+	({                                                                     \
+		_Static_assert((id) < RW_NR_BACKENDS &&                        \
+				       (i) < RW_BACKEND_WORDS,                 \
+			       "a backend word by constant slot and index");   \
+		rw_backend_word_store((id), (i), (v));                         \
+	})
+RW_HIDDEN void rw_backend_word_store(enum rw_backend_id id, unsigned i,
+				     uint64_t v);
 
 /* vault.c: memory no store can reach, written with pwrite() into the memfd
  * mapped read-only over it (the core's table). */
@@ -252,11 +300,26 @@ RW_HIDDEN void rw_write(const struct rw_seg *segs, unsigned n);
  * locks are taken (write_one), where the backend has them. */
 RW_HIDDEN void rw_write_args(const char *call, void *dst, const void *src,
 			     size_t len, int fill);
+RW_HIDDEN __attribute__((noreturn)) void rw_seg_moved(const char *call,
+						      const void *dst);
 /* For write_one, locks held: the segment of these arguments, validated
- * against the table now, on backend @b (else abort naming @call). */
-RW_HIDDEN void rw_seg_make(const struct rw_backend *b, const char *call,
-			   void *dst, const void *src, size_t len, int fill,
-			   struct rw_seg *out);
+ * against the table now, on backend @b (else abort naming @call). A
+ * macro: @b is the caller's constant, taken after the lookup, not a value
+ * held across it (a callee may save it on the stack); not an inline
+ * function, whose calls would count against every includer
+ * (tests/check-deps.sh). */
+#define rw_seg_make(b, call, dst, src, len, fill, out)                         \
+	do {                                                                   \
+		struct rw_region *r_ = rw_region_of((call), (dst), (len));     \
+                                                                               \
+		if (r_->backend != (b))                                        \
+			rw_seg_moved((call), (dst));                           \
+		*(out) = (struct rw_seg){.region = r_,                         \
+					 .dst = (dst),                         \
+					 .src = (src),                         \
+					 .len = (len),                         \
+					 .fill = (fill)};                      \
+	} while (0)
 RW_HIDDEN bool rw_initialised(void);
 
 /* Whether the table's region @r (a pointer that came in a register) is

@@ -58,23 +58,15 @@ void rw_table_store(void *dst, const void *src, size_t len)
 	rw_vault_store(rw_table.vault_fd, &rw_table, dst, src, len);
 }
 
-static uint64_t *backend_word_at(const struct rw_backend *b, unsigned i)
-{
-	int k = rw_backend_index(b);
+_Static_assert(__builtin_offsetof(struct rw_table, backend_words) == 0,
+	       "internal.h's rw_backend_word() reads the table's first member");
 
-	if (k < 0 || i >= RW_BACKEND_WORDS)
-		rw_die("rare_write", b, "no such backend word %u", i);
-	return &rw_table.backend_words[k][i];
-}
-
-uint64_t rw_backend_word(const struct rw_backend *b, unsigned i)
+void rw_backend_word_store(enum rw_backend_id id, unsigned i, uint64_t v)
 {
-	return __atomic_load_n(backend_word_at(b, i), __ATOMIC_ACQUIRE);
-}
-
-void rw_backend_word_set(const struct rw_backend *b, unsigned i, uint64_t v)
-{
-	TABLE_SET(*backend_word_at(b, i), v);
+	if ((unsigned)id >= RW_NR_BACKENDS || i >= RW_BACKEND_WORDS)
+		rw_die("rare_write", NULL, "no such backend word %u.%u",
+		       (unsigned)id, i);
+	TABLE_SET(rw_table.backend_words.word[id][i], v);
 }
 
 struct rw_region *rw_region_next(struct rw_region *prev)
@@ -206,17 +198,27 @@ bool rw_backends_wrap_signals(void)
  * goes last, in a store of its own, so a reader never matches a
  * half-written region. registry_lock held.
  */
-void rw_region_commit(struct rw_region *r, const struct rw_region *filled,
-		      enum rw_region_kind kind)
+void rw_region_fill(struct rw_region *r, const struct rw_region *filled)
 {
 	struct rw_region f = *filled;
 
 	f.kind = RW_REGION_FREE;
 	rw_table_store(r, &f, sizeof(f));
+}
+
+void rw_region_publish(struct rw_region *r, enum rw_region_kind kind)
+{
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	TABLE_SET(r->kind, kind);
 	if (r == &rw_table.regions[rw_table.nr_regions])
 		TABLE_SET(rw_table.nr_regions, rw_table.nr_regions + 1);
+}
+
+void rw_region_commit(struct rw_region *r, const struct rw_region *filled,
+		      enum rw_region_kind kind)
+{
+	rw_region_fill(r, filled);
+	rw_region_publish(r, kind);
 }
 
 int32_t rw_fork_tid(void)

@@ -12,7 +12,6 @@
 #define RW_MAX_REGIONS 255
 #define RW_MAX_MAPS 1024
 #define RW_MAX_NESTED 256
-#define RW_BACKEND_WORDS 8
 
 /* A map open for rare_write_unmap(): token 0 marks a free slot. @backend:
  * the view came from the region's backend (its unmap releases it), not the
@@ -50,6 +49,11 @@ struct rw_owner {
  * share an 8-byte word (vault.c widens stores to words).
  */
 struct rw_table {
+	/* Words a backend keeps out of reach of stores (rw_backend_word()),
+	 * by its slot in backends.c's list (enum rw_backend_id); written
+	 * with registry_lock held or in the fork child. First: internal.h
+	 * addresses them without this type. */
+	struct rw_backend_words backend_words;
 	/* registry_lock */
 	bool initialised;
 	int vault_fd; /* the memfd behind this table, once sealed */
@@ -76,19 +80,18 @@ struct rw_table {
 	 * ran no fork handler, still shares it and must not write it
 	 * (attack 14c). */
 	struct rw_owner owner;
-	/* Words a backend keeps out of reach of stores (rw_backend_word()),
-	 * indexed like the list of backends.c (rw_backend_index()); written
-	 * with registry_lock held or in the fork child. */
-	uint64_t backend_words[RW_MAX_BACKENDS][RW_BACKEND_WORDS];
 	struct rw_region regions[RW_MAX_REGIONS];
 	/* maps_lock */
 	uint64_t nr_maps; /* high-water mark of maps[] */
 	/* The address and length of the rare_write_map() in progress, or
 	 * the slot index and token of the rare_write_unmap() in progress,
 	 * written first (core.c, map_request_put()): what the call uses
-	 * from then on, where no store reaches it (the scribbler, 15e). */
+	 * from then on, where no store reaches it (the scribbler, 15e).
+	 * @caller: the stack pointer of the call that put it, checked before
+	 * the call returns: a maps_lock word released by a store let another
+	 * thread's request replace it midway (26c). */
 	struct {
-		uint64_t addr, len;
+		uint64_t addr, len, caller;
 	} map_request;
 	struct open_map maps[RW_MAX_MAPS];
 	/* nested_lock */
@@ -124,6 +127,11 @@ RW_HIDDEN struct rw_region *rw_region_alloc(void);
 RW_HIDDEN void rw_region_commit(struct rw_region *r,
 				const struct rw_region *filled,
 				enum rw_region_kind kind);
+/* The two halves of it: fill the slot (still free to lookups), then
+ * publish it as @kind. */
+RW_HIDDEN void rw_region_fill(struct rw_region *r,
+			      const struct rw_region *filled);
+RW_HIDDEN void rw_region_publish(struct rw_region *r, enum rw_region_kind kind);
 
 /* klock.c: the pipes, at the first seal (registry_lock held); -errno. */
 RW_HIDDEN int rw_klock_setup(void);

@@ -6,8 +6,9 @@
  *
  * A scenario is a function run in a fresh child after rare_write_init(). It
  * calls attack_begin() right before the hostile step; a death by SIGSEGV,
- * SIGBUS or SIGABRT after that point counts as "blocked" (the store faulted
- * or the library caught it), a death before it is a harness error. A
+ * SIGBUS, SIGILL or SIGABRT after that point counts as "blocked" (the store
+ * faulted, a hijacked jump missed, or the library caught it), a death
+ * before it is a harness error. A
  * scenario that survives reports what it saw with attack_report().
  *
  * Every TEST(attack_*) compares the result with the table for the backend in

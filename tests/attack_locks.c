@@ -36,6 +36,7 @@
 
 #include "attack.h"
 #include "../src/pool_layout.h"
+#include "../src/table.h"
 
 static uint64_t counter __wr_rare __attribute__((aligned(64)));
 
@@ -44,6 +45,7 @@ struct lock_case {
 	void (*call)(int who);	    /* 0: the victim, 1: the second thread */
 	const void *(*watch)(void); /* the protected word the call reads */
 	bool (*landed)(char *what, size_t cap); /* after both calls */
+	unsigned accesses;			/* attacked at the first ones */
 };
 
 /* ---- 26a: rare_write_add() ---- */
@@ -99,6 +101,119 @@ static bool alloc_landed(char *what, size_t cap)
 	snprintf(what, cap, "two rare_alloc(64) returned %p and %p", objs[0],
 		 objs[1]);
 	return objs[0] == objs[1];
+}
+
+/* ---- 26c: rare_write_map()'s request, under maps_lock ---- */
+
+/* Two words in two regions: the victim maps the section's, the second
+ * thread the pool's, each writing its own value through its own map. */
+static uint64_t map_word __wr_rare __attribute__((aligned(64)));
+static uint64_t *map_target[2];
+static const uint64_t map_value[2] = {0x1111111111111111ULL,
+				      0x2222222222222222ULL};
+
+static void map_setup(void)
+{
+	struct rare_pool *p = rare_pool_create(4096);
+	uint64_t *o = p ? rare_alloc(p, 8) : NULL;
+
+	if (!o)
+		attack_report(ATTACK_ERROR, "pool setup failed");
+	map_target[0] = &map_word;
+	map_target[1] = o;
+}
+
+/* The second thread keeps its map open (a program writing through it for
+ * a while) until the verdict: its request stays the last one put. */
+static struct rare_write_mapping held_map;
+
+static void map_call(int who)
+{
+	struct rare_write_mapping m = rare_write_map(map_target[who], 8);
+
+	*(volatile uint64_t *)m.addr = map_value[who];
+	if (who)
+		held_map = m;
+	else
+		rare_write_unmap(m);
+}
+
+/* The map request in the core's table (src/table.h), which every step of
+ * a map reads. */
+static const void *map_watch(void)
+{
+	const struct rw_table *t = attack_lib_sym("rw_table");
+
+	return t ? &t->map_request.addr : NULL;
+}
+
+static bool map_landed(char *what, size_t cap)
+{
+	if (held_map.addr)
+		rare_write_unmap(held_map);
+	snprintf(what, cap, "the two maps left %#llx and %#llx",
+		 (unsigned long long)*map_target[0],
+		 (unsigned long long)*map_target[1]);
+	return *map_target[0] != map_value[0] || *map_target[1] != map_value[1];
+}
+
+/* ---- 26d: a shadow map's alias and fork() ---- */
+
+/* The victim maps @word; the second thread forks, and its child stores
+ * through every writable mapping of a region's memfd it inherited, at
+ * @other's offset in the page (the alias maps the whole page): if the
+ * parent's @other changes, the child wrote the parent's memfd. */
+static struct {
+	uint64_t word, other;
+} fork_words __wr_rare __attribute__((aligned(64)));
+
+static void fork_call(int who)
+{
+	if (!who) {
+		struct rare_write_mapping m =
+			rare_write_map(&fork_words.word, 8);
+
+		*(volatile uint64_t *)m.addr = map_value[0];
+		rare_write_unmap(m);
+		return;
+	}
+	pid_t pid = fork();
+
+	if (!pid) {
+		FILE *f = fopen("/proc/self/maps", "r");
+		char line[512];
+
+		while (f && fgets(line, sizeof(line), f)) {
+			const char *q = line;
+			uintptr_t lo = rw_parse_hex(&q);
+
+			if (strstr(line, " rw-s ") &&
+			    strstr(line, "memfd:rarewrite (deleted)"))
+				*(volatile uint64_t
+					  *)(lo +
+					     ((uintptr_t)&fork_words.other &
+					      4095)) = 0x4141414141414141ULL;
+		}
+		_exit(0);
+	}
+	if (pid > 0)
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+}
+
+static void fork_setup(void)
+{
+	if (strcmp(rare_write_backend(), "shadow"))
+		attack_report(ATTACK_NA,
+			      "no writable alias of a map to inherit "
+			      "(shadow's only)");
+}
+
+static bool fork_landed(char *what, size_t cap)
+{
+	snprintf(what, cap, "the word next to the mapped one holds %#llx",
+		 (unsigned long long)fork_words.other);
+	return fork_words.other != 0;
 }
 
 /* ---- the victim (a child of the attack child) ---- */
@@ -288,6 +403,11 @@ static enum round attack_round(const struct lock_case *lc, unsigned nth,
 		attack_report(ATTACK_ERROR, "fork: %s", strerror(errno));
 	if (!pid)
 		victim(lc, &p);
+	/* The victim's ends only: a victim that aborted is seen at once (the
+	 * pipes' end of file), not after the waits below. */
+	close(p.done[1]);
+	close(p.verdict[1]);
+	p.done[1] = p.verdict[1] = -1;
 	get(p.tid[0], &tid, sizeof(tid));
 	if (ptrace(PTRACE_SEIZE, tid, 0, 0) ||
 	    ptrace(PTRACE_INTERRUPT, tid, 0, 0) ||
@@ -342,7 +462,8 @@ static enum round attack_round(const struct lock_case *lc, unsigned nth,
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT)
 		snprintf(result, sizeof(result), "the library aborted");
 	for (int *fd = &p.tid[0]; fd <= &p.verdict[1]; fd++)
-		close(*fd);
+		if (*fd >= 0)
+			close(*fd);
 	snprintf(what, cap, "at access %u, released %s: %s", nth, released,
 		 result);
 	fprintf(stderr, "attack_locks: %s\n", what);
@@ -360,7 +481,7 @@ static void lock_attack(const struct lock_case *lc)
 	if (!nr_locks)
 		attack_report(ATTACK_ERROR, "no lock object in the library");
 	lc->setup(); /* the victims are forks: the same addresses */
-	for (nth = 1; nth <= 8; nth++) {
+	for (nth = 1; nth <= lc->accesses; nth++) {
 		enum round r = attack_round(lc, nth, what, sizeof(what));
 
 		if (r == ROUND_LANDED)
@@ -382,7 +503,7 @@ ATTACK("26a", lock_add,
        "meanwhile")
 {
 	static const struct lock_case lc = {add_setup, add_call, add_watch,
-					    add_landed};
+					    add_landed, 8};
 
 	lock_attack(&lc);
 }
@@ -393,7 +514,32 @@ ATTACK("26b", lock_pool,
        "allocates meanwhile")
 {
 	static const struct lock_case lc = {alloc_setup, alloc_call,
-					    alloc_watch, alloc_landed};
+					    alloc_watch, alloc_landed, 8};
+
+	lock_attack(&lc);
+}
+
+ATTACK("26c", lock_maps,
+       "release every held lock word by a store while `rare_write_map` is "
+       "inside (at each read of its request in the table); a second thread "
+       "maps another region meanwhile: each map must write only its own "
+       "target")
+{
+	static const struct lock_case lc = {map_setup, map_call, map_watch,
+					    map_landed, 12};
+
+	lock_attack(&lc);
+}
+
+ATTACK("26d", lock_views,
+       "release every held lock word by a store while a `shadow` map holds "
+       "its writable alias (at each read of the map's request); a second "
+       "thread forks, and the child stores through every writable memfd "
+       "mapping it inherited")
+{
+	/* The alias lives from about the 10th read of the request on. */
+	static const struct lock_case lc = {fork_setup, fork_call, map_watch,
+					    fork_landed, 16};
 
 	lock_attack(&lc);
 }

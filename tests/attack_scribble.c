@@ -89,8 +89,9 @@ static struct scribbler {
 	struct obj obj[MAX_OBJS];
 	unsigned nobj;
 	uintptr_t stack_lo;
-	uintptr_t sp; /* the caller's stack pointer, 0: not in a call */
-	int in_stack; /* the attacker is in a pass over the stack */
+	uintptr_t sp;	/* the caller's stack pointer, 0: not in a call */
+	int in_stack;	/* the attacker is in a pass over the stack */
+	bool die_lands; /* 15g: any abort, crash or deadlock is a landing */
 	volatile int store, stop;
 	volatile unsigned long seen, stores;
 	unsigned long progress; /* calls the victim finished */
@@ -595,6 +596,10 @@ static void run(void (*call)(unsigned long), unsigned long n, bool store)
 			attack_report(ATTACK_OPEN,
 				      "%lu of %lu calls; first: %s", chk.landed,
 				      chk.calls, chk.first);
+		if (store && sc.die_lands)
+			attack_report(ATTACK_OPEN,
+				      "deadlock after %lu calls, %lu rewrites",
+				      chk.calls, sc.stores);
 		attack_report(store ? ATTACK_BLOCKED : ATTACK_ERROR,
 			      "deadlock after %lu calls (denial of service), "
 			      "%lu rewrites, nothing landed",
@@ -619,6 +624,12 @@ static void scribble_case(const char *what, void (*call)(unsigned long))
 			      chk.first);
 	chk.calls = 0;
 	attack_begin();
+	/* 15g: the child's death (the library's abort or a crash) is the
+	 * verdict the harness reads unless a later report replaces it. */
+	if (sc.die_lands)
+		attack_landed("the victim died under the attack (an abort or a "
+			      "crash: a call used what the swapped ops pointer "
+			      "named; run with RAREWRITE_TEST_VERBOSE=1)");
 	run(call, n, true);
 	/* Values seen in either run: a scribbler that found none of them
 	 * proves nothing (an error, not a pass). */
@@ -872,4 +883,59 @@ ATTACK("15f", scribble_window,
 	sc.count_from = 1;
 	sc.count_to = 0x10001;
 	scribble_case("rare_write_begin/end", call_window);
+}
+
+/*
+ * 15g: the scribbler swaps only the address of the backend's ops table
+ * (for another backend's in use), and any change of behaviour lands: an
+ * abort or crash too, unlike 15a-15f. A backend that names itself by its
+ * ops pointer, held in a callee-saved register across a call (which the
+ * callee saves on the stack), reads another backend's words or runs its
+ * code: mprotect's control memfd became pwrite's empty slot (EBADF in the
+ * table's vault store, -O2), the process backend's answer page
+ * mprotect's (a NULL read, check-asan). Calls: a write, an add, a map, a
+ * window where the backend has them. Not pool create/destroy: the new
+ * record still crosses calls on the stack (15d, open), and ends in the
+ * library's "not a live rare_pool" abort under these swaps too.
+ */
+static void ops_write_thunk(unsigned long i)
+{
+	rare_write_memcpy(&S.word[1], &konst[i & 1], 8);
+	rare_write_add(S.counter, 1);
+	map_thunk(i);
+	if (rare_write_caps() & RARE_WRITE_CAP_BEGIN_END)
+		window_thunk(i);
+}
+
+static void call_ops(unsigned long i)
+{
+	uint64_t before = S.counter;
+
+	guarded(ops_write_thunk, i);
+	if (S.word[1] != konst[i & 1] || S.counter != before + 1 ||
+	    S.mapped != konst[i & 1] ||
+	    ((rare_write_caps() & RARE_WRITE_CAP_BEGIN_END) &&
+	     S.windowed != konst[i & 1]))
+		landed("a call did not write what was asked");
+	verify(&S.word[1],
+	       (size_t)((char *)(&S.windowed + 1) - (char *)&S.word[1]),
+	       i % 16 == 0);
+}
+
+ATTACK("15g", scribble_ops,
+       "scribbler: only the backend's ops table address, swapped on the "
+       "stack and in the library's objects for another backend's in use "
+       "(an abort, crash or deadlock counts as landed: the backend read "
+       "the other's words or ran its code)")
+{
+	struct rare_pool_opts o = {.backend = other_backend() + 11};
+
+	pools();
+	if (!rare_pool_create_with(4096, &o)) /* the other one in use */
+		attack_report(ATTACK_ERROR, "no pool on %s", o.backend);
+	check_setup();
+	pair((uintptr_t)attack_lib_sym(backend_sym()),
+	     (uintptr_t)attack_lib_sym(other_backend()));
+	sc.die_lands = true;
+	scribble_case("ops pointer only", call_ops);
 }

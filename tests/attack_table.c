@@ -71,6 +71,7 @@ const struct attack_expect attack_table[] = {
 	{"15d", {O, O, O, O, O}},
 	{"15e", {O, O, O, O, O}},
 	{"15f", {B, NA, NA, O, NA}},
+	{"15g", {B, B, B, B, B}},
 	/* Control from memory the library does not own (21), interposition
 	 * gaps (22), the fault report (23), pkey's other keys (24). */
 	{"21a", {B, B, B, B, B}},
@@ -91,6 +92,8 @@ const struct attack_expect attack_table[] = {
 	/* Lock words released by a store while held (26, attack_locks.c). */
 	{"26a", {B, B, B, B, B}},
 	{"26b", {B, B, B, B, B}},
+	{"26c", {B, B, B, B, B}},
+	{"26d", {NA, NA, B, NA, NA}},
 	/* Records built on the stack, read after a blocking point (27,
 	 * attack_inflight.c). */
 	{"27a", {B, B, B, B, B}},

@@ -511,7 +511,12 @@ enum attack_result attack_run(const struct attack *a, char *note,
 	if (res == ATTACK_UNSET) {
 		int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 
-		if ((sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT) &&
+		/* SIGILL too: a jump into the middle of code (21a under
+		 * AddressSanitizer: libc's moved load bias sends a lookup of
+		 * the sanitizer's or libc's own into the test's code; which
+		 * signal follows depends on the bytes it lands on). */
+		if ((sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT ||
+		     sig == SIGILL) &&
 		    report->attacking) {
 			res = ATTACK_BLOCKED;
 			snprintf(note, note_len, "attacker killed by %s",

@@ -18,6 +18,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -125,11 +127,79 @@ void rw_memfd_fork_parent(void)
 	rw_reglock_write_unlock(&rw_memfd_lock);
 }
 
+/* Whether /proc/self/maps line @l is a writable shared mapping of a
+ * region's memfd ("lo-hi rw-s offset dev inode /memfd:rarewrite
+ * (deleted)"): a shadow alias; the views are read-only, the table's and
+ * mprotect's vaults are named otherwise. Its range into @lo, @hi. */
+static bool alias_line(const char *l, uintptr_t *lo, uintptr_t *hi)
+{
+	static const char name[] = "/memfd:rarewrite (deleted)";
+	size_t n = strlen(l), k = sizeof(name) - 1;
+
+	if (n <= k || strcmp(l + n - k, name))
+		return false;
+	*lo = rw_parse_hex(&l);
+	if (*l++ != '-')
+		return false;
+	*hi = rw_parse_hex(&l);
+	return !strncmp(l, " rw-s ", 6) && *hi > *lo;
+}
+
+/*
+ * Unmap every shadow alias the child inherited. views_lock and this
+ * file's write lock hold fork() off while an alias lives, but both are
+ * words a store can release (attack 26d): then the child kept a writable
+ * mapping of the parent's memfd. So the child drops them whatever the
+ * locks said, by the kernel's list, again until a pass finds none (the
+ * list changes under the reader). Without /proc nothing can be found:
+ * the locks are all there is (SECURITY.md).
+ */
+static void drop_inherited_aliases(void)
+{
+	for (;;) {
+		uintptr_t drop[16][2];
+		unsigned nr = 0;
+		char buf[4096], line[512];
+		size_t used = 0;
+		ssize_t got;
+		int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			return;
+		while (nr < 16 && (got = read(fd, buf, sizeof(buf))) > 0)
+			for (ssize_t i = 0; i < got && nr < 16; i++) {
+				if (buf[i] != '\n') {
+					if (used + 1 < sizeof(line))
+						line[used++] = buf[i];
+					continue;
+				}
+				line[used] = 0;
+				used = 0;
+				if (alias_line(line, &drop[nr][0],
+					       &drop[nr][1]))
+					nr++;
+			}
+		close(fd);
+		if (!nr)
+			return;
+		for (unsigned i = 0; i < nr; i++)
+			if (munmap((void *)drop[i][0], drop[i][1] - drop[i][0]))
+				rw_die("fork", (void *)drop[i][0],
+				       "child cannot drop an inherited "
+				       "writable "
+				       "alias of protected memory: %s",
+				       strerror(errno));
+	}
+}
+
 void rw_memfd_fork_child(void)
 {
 	struct rw_region *r;
+	bool aliases = false;
 
 	rw_for_each_region(r) {
+		if (r->protected_ && r->backend->fork_waits_for_views)
+			aliases = true;
 		if (r->fd < 0 || !r->backend->fork_child ||
 		    r->backend->fork_child != rw_memfd_fork_child)
 			continue;
@@ -138,4 +208,6 @@ void rw_memfd_fork_child(void)
 			F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
 	}
 	__atomic_store_n(&rw_memfd_lock, 0, __ATOMIC_RELAXED);
+	if (aliases)
+		drop_inherited_aliases();
 }

@@ -82,7 +82,7 @@ enum { CONTROL_FD }; /* rw_backend_word(): the vault's descriptor + 1 */
 
 static int control_fd(void)
 {
-	return (int)rw_backend_word(&rw_backend_mprotect, CONTROL_FD) - 1;
+	return (int)rw_backend_word(RW_BACKEND_MPROTECT, CONTROL_FD) - 1;
 }
 
 static void control_store(void *dst, const void *src, size_t len)
@@ -106,7 +106,8 @@ static void flip_all(bool writable)
 	struct rw_region *r;
 
 	rw_for_each_region(r)
-		if (r->backend == &rw_backend_mprotect && r->protected_)
+		if (rw_backend_is(r->backend, RW_BACKEND_MPROTECT) &&
+		    r->protected_)
 			flip(writable ? "rare_write_begin" : "rare_write_end",
 			     r->start, r->len, writable);
 }
@@ -233,7 +234,7 @@ static int mprotect_setup(void)
 	int fd, err = rw_vault_create(&control, sizeof(control), &fd);
 
 	if (!err)
-		rw_backend_word_set(&rw_backend_mprotect, CONTROL_FD,
+		rw_backend_word_set(RW_BACKEND_MPROTECT, CONTROL_FD,
 				    (uint64_t)fd + 1);
 	return err;
 }
@@ -665,7 +666,7 @@ static void mprotect_fork_child(void)
 	if (fd < 0)
 		rw_die("fork", &control, "child cannot copy its windows: %s",
 		       strerror(-fd));
-	rw_backend_word_set(&rw_backend_mprotect, CONTROL_FD, (uint64_t)fd + 1);
+	rw_backend_word_set(RW_BACKEND_MPROTECT, CONTROL_FD, (uint64_t)fd + 1);
 	memset(&control, 0, sizeof(control));
 	if (rw_vault_fork_done(&control, sizeof(control)))
 		rw_die("fork", &control, "child cannot protect its windows");

@@ -583,7 +583,8 @@ static int pool_key(const struct rw_region *self)
 		struct rw_region *r;
 
 		rw_for_each_region(r)
-			if (r != self && r->backend == &rw_backend_pkey &&
+			if (r != self &&
+			    rw_backend_is(r->backend, RW_BACKEND_PKEY) &&
 			    r->protected_ && (int)r->priv == k)
 				used = true;
 		if (!used)

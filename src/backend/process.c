@@ -83,22 +83,22 @@ enum {
 
 static int ctl_fd(void)
 {
-	return (int)rw_backend_word(&rw_backend_process, W_SOCK) - 1;
+	return (int)rw_backend_word(RW_BACKEND_PROCESS, W_SOCK) - 1;
 }
 
 static pid_t helper_id(void)
 {
-	return (pid_t)rw_backend_word(&rw_backend_process, W_HELPER);
+	return (pid_t)rw_backend_word(RW_BACKEND_PROCESS, W_HELPER);
 }
 
 static pid_t our_pid(void)
 {
-	return (pid_t)rw_backend_word(&rw_backend_process, W_PID);
+	return (pid_t)rw_backend_word(RW_BACKEND_PROCESS, W_PID);
 }
 
 static size_t data_max(void)
 {
-	return (size_t)rw_backend_word(&rw_backend_process, W_DATA);
+	return (size_t)rw_backend_word(RW_BACKEND_PROCESS, W_DATA);
 }
 
 /* None after fork_child dropped it: a request then has no helper. */
@@ -106,7 +106,7 @@ static const struct prw_answer *answer_page(const char *call, const void *addr)
 {
 	const struct prw_answer *a =
 		(const struct prw_answer *)(uintptr_t)rw_backend_word(
-			&rw_backend_process, W_ANSWER);
+			RW_BACKEND_PROCESS, W_ANSWER);
 
 	if (!a)
 		rw_die(call, addr,
@@ -353,8 +353,7 @@ static void peer_check(const char *call, const void *addr)
 	struct stat st;
 
 	if (fstat(ctl_fd(), &st) || !S_ISSOCK(st.st_mode) ||
-	    (uint64_t)st.st_ino !=
-		    rw_backend_word(&rw_backend_process, W_INO) ||
+	    (uint64_t)st.st_ino != rw_backend_word(RW_BACKEND_PROCESS, W_INO) ||
 	    getsockopt(ctl_fd(), SOL_SOCKET, SO_PEERCRED, &cred, &l) ||
 	    cred.pid != our_pid())
 		rw_die(call, addr,
@@ -624,12 +623,12 @@ static int helper_start(void)
 		close(sv[0]);
 		return err;
 	}
-	rw_backend_word_set(&rw_backend_process, W_SOCK, (uint64_t)sv[0] + 1);
-	rw_backend_word_set(&rw_backend_process, W_HELPER, (uint64_t)pid);
-	rw_backend_word_set(&rw_backend_process, W_PID, (uint64_t)getpid());
-	rw_backend_word_set(&rw_backend_process, W_DATA, data & ~(size_t)7);
-	rw_backend_word_set(&rw_backend_process, W_INO, (uint64_t)st.st_ino);
-	rw_backend_word_set(&rw_backend_process, W_ANSWER, (uintptr_t)page);
+	rw_backend_word_set(RW_BACKEND_PROCESS, W_SOCK, (uint64_t)sv[0] + 1);
+	rw_backend_word_set(RW_BACKEND_PROCESS, W_HELPER, (uint64_t)pid);
+	rw_backend_word_set(RW_BACKEND_PROCESS, W_PID, (uint64_t)getpid());
+	rw_backend_word_set(RW_BACKEND_PROCESS, W_DATA, data & ~(size_t)7);
+	rw_backend_word_set(RW_BACKEND_PROCESS, W_INO, (uint64_t)st.st_ino);
+	rw_backend_word_set(RW_BACKEND_PROCESS, W_ANSWER, (uintptr_t)page);
 	return 0;
 }
 
@@ -738,8 +737,8 @@ static void seg_recheck(const char *call, uintptr_t dst, size_t len)
 {
 	const struct rw_region *r = rw_region_lookup((const void *)dst);
 
-	if (!r || r->backend != &rw_backend_process || !r->protected_ ||
-	    len > r->start + r->len - dst)
+	if (!r || !rw_backend_is(r->backend, RW_BACKEND_PROCESS) ||
+	    !r->protected_ || len > r->start + r->len - dst)
 		rw_die(call, (void *)dst,
 		       "%zu bytes not inside protected memory of the process "
 		       "backend (changed while the call waited for its lock)",
@@ -918,8 +917,8 @@ static void process_fork_child(void)
 	/* Drop the parent's socket, the only channel to its helper; its
 	 * answer page was not inherited (MADV_DONTFORK). */
 	close(ctl_fd());
-	rw_backend_word_set(&rw_backend_process, W_SOCK, 0);
-	rw_backend_word_set(&rw_backend_process, W_ANSWER, 0);
+	rw_backend_word_set(RW_BACKEND_PROCESS, W_SOCK, 0);
+	rw_backend_word_set(RW_BACKEND_PROCESS, W_ANSWER, 0);
 	/* A snapshot of every region while the parent's writers wait, read
 	 * from the parent's memfd (the view was not inherited). */
 	rw_for_each_region(r) {
