@@ -27,14 +27,50 @@
  * the attacker rewrites the base to an address where nothing is mapped,
  * munmap() unmaps nothing, and the writable alias of the memfd stays
  * mapped for later plain stores.
+ *
+ * From a second outside review (review5), 27d-27g run each trial in a
+ * forked child (a trial that lands leaves a window open behind it, and an
+ * abort or a crash ends only that trial) after a control trial without
+ * the attacker, which must hold:
+ *
+ * 27d (mprotect): rare_write_begin() built the new count of open windows
+ * and threads, {1, 1}, on the stack (set_record(), then the vault's copy
+ * buffer) before pwrite(2) took it to the vault; the attacker makes it
+ * {2, 1}. The matching rare_write_end() then counts one window still
+ * open and never flips the pages back: the section stays writable for
+ * every thread after the program closed all its windows.
+ *
+ * 27e (mprotect): the same count, reached through rare_write_map() and
+ * rare_write_unmap() (on mprotect a map is a window).
+ *
+ * 27f: the core's record of nested windows, {tid, extra}, built on the
+ * stack by nested_set() on its way to the table; the attacker makes a
+ * nested begin record 2^30 levels, so that no later rare_write_end() is
+ * the outermost: the window never closes (mprotect: the pages stay
+ * writable for every thread; pkey: the thread keeps write access).
+ *
+ * 27g (mprotect): a multi-segment write (the list helpers: rare_list_add()
+ * and rare_list_del() write four links) flips each segment's pages
+ * writable, stores, then reads each segment from the caller's stack again
+ * to flip its pages back, one mprotect(2) after another; the attacker
+ * sees the list head's link change and moves that segment's dst to
+ * another page of the pool before its close: the head's page, with the
+ * program's other objects on it, stays writable after the call returns.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <rarewrite/list.h>
 
 #include "attack.h"
 
@@ -386,4 +422,383 @@ ATTACK("27c", inflight_alias,
 	attack_report(ATTACK_BLOCKED,
 		      "no writable alias left mapped in %u trials (%lu stores)",
 		      trials, ifl.stores);
+}
+
+/* ---- 27d-27g: one forked child per trial ---- */
+
+#define IF_CALLS 3000 /* windows, or list calls, per trial */
+#define IF_TRIAL_S 30 /* a trial still running then is an error */
+#define IF_LANDED 10  /* a trial child's exit statuses */
+#define IF_HELD 11
+#define IF_BROKEN 12
+
+static struct {
+	bool control;	       /* this trial runs no attacker */
+	unsigned long *stores; /* shared: the attacker's, every trial */
+} ift;
+
+static void *if_idle(void *arg)
+{
+	(void)arg;
+	return NULL;
+}
+
+typedef void *(*if_thread)(void *);
+
+/* @attacker, or none in the control trial. */
+static if_thread if_attacker(if_thread attacker)
+{
+	return ift.control ? if_idle : attacker;
+}
+
+/* Run @trial(@arg) in a forked child: IF_LANDED, IF_HELD or IF_BROKEN,
+ * or minus the signal that ended it. */
+static int if_trial_child(int (*trial)(void *), void *arg, bool control)
+{
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		attack_report(ATTACK_ERROR, "fork failed");
+	if (!pid) {
+		int r;
+
+		alarm(IF_TRIAL_S);
+		ift.control = control;
+		ifl.stores = 0;
+		r = trial(arg);
+		__atomic_add_fetch(ift.stores, ifl.stores, __ATOMIC_SEQ_CST);
+		_exit(r);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(status))
+		return -WTERMSIG(status);
+	if (WIFEXITED(status) && (WEXITSTATUS(status) == IF_LANDED ||
+				  WEXITSTATUS(status) == IF_HELD))
+		return WEXITSTATUS(status);
+	return IF_BROKEN;
+}
+
+/*
+ * A control trial without the attacker (it must hold), then trials until
+ * one lands or IF_BUDGET_S pass. A trial the library aborts, or that a
+ * store of the attacker's crashes, is blocked; one that runs past
+ * IF_TRIAL_S or fails to set up is an error.
+ */
+static void if_trials(int (*trial)(void *), void *arg, const char *landed,
+		      const char *held)
+{
+	unsigned trials = 0, killed = 0;
+	double end;
+	int r;
+
+	ift.stores = mmap(NULL, sizeof(*ift.stores), PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (ift.stores == MAP_FAILED)
+		attack_report(ATTACK_ERROR, "mmap failed");
+	if_stack();
+	r = if_trial_child(trial, arg, true);
+	if (r != IF_HELD)
+		attack_report(ATTACK_ERROR,
+			      "the control trial (no attacker) %s",
+			      r == IF_LANDED ? "landed" : "failed");
+	attack_begin();
+	end = if_now() + IF_BUDGET_S;
+	while (if_now() < end) {
+		trials++;
+		r = if_trial_child(trial, arg, false);
+		if (r == IF_LANDED)
+			attack_report(ATTACK_OPEN, "%s (trial %u, %lu stores)",
+				      landed, trials, *ift.stores);
+		if (r == -SIGABRT || r == -SIGSEGV || r == -SIGBUS ||
+		    r == -SIGILL)
+			killed++;
+		else if (r != IF_HELD)
+			attack_report(ATTACK_ERROR, "trial %u ended with %s %d",
+				      trials, r < 0 ? "signal" : "status",
+				      r < 0 ? -r : r);
+	}
+	attack_report(ATTACK_BLOCKED,
+		      "%s in %u trials (%u aborted, %lu stores)", held, trials,
+		      killed, *ift.stores);
+}
+
+/* ---- 27d, 27e: mprotect's count of open windows ---- */
+
+static long if_count[8] __wr_rare __attribute__((aligned(64)));
+
+static void *count_victim(void *map)
+{
+	for (long i = 0; i < IF_CALLS; i++) {
+		if (map) {
+			struct rare_write_mapping m =
+				rare_write_map(&if_count[0], sizeof(long));
+
+			*(long *)m.addr = i;
+			rare_write_unmap(m);
+		} else {
+			rare_write_begin();
+			if_count[0] = i;
+			rare_write_end();
+		}
+	}
+	return NULL;
+}
+
+#define IF_HOT 16 /* places on the stack where the pair was seen */
+
+/* {one window open, one thread holding windows} becomes two windows: a
+ * pass over the whole scan now and then, to learn where the pair appears,
+ * and in between only those places (a pass takes longer than the record
+ * waits for pwrite(2)). */
+static void *count_attacker(void *arg)
+{
+	volatile uint64_t *hot[IF_HOT];
+	unsigned nr_hot = 0;
+
+	(void)arg;
+	while (!ifl.done) {
+		for (volatile uint64_t *p = ifl.lo; p + 1 < ifl.hi; p++) {
+			unsigned i = 0;
+
+			if (p[0] != 1 || p[1] != 1)
+				continue;
+			p[0] = 2;
+			ifl.stores++;
+			while (i < nr_hot && hot[i] != p)
+				i++;
+			if (i == nr_hot && nr_hot < IF_HOT)
+				hot[nr_hot++] = p;
+		}
+		for (unsigned k = 0; k < 10000 && !ifl.done; k++)
+			for (unsigned i = 0; i < nr_hot; i++)
+				if (hot[i][0] == 1 && hot[i][1] == 1) {
+					hot[i][0] = 2;
+					ifl.stores++;
+				}
+	}
+	return NULL;
+}
+
+/* Every window of the program closed: a plain store must fault. */
+static int count_trial(void *map)
+{
+	if_race(count_victim, if_attacker(count_attacker), map);
+	if (attack_try_store64(&if_count[1], ATTACK_MARKER) &&
+	    attack_load64(&if_count[1]) == ATTACK_MARKER)
+		return IF_LANDED;
+	return IF_HELD;
+}
+
+ATTACK("27d", inflight_window_count,
+       "raise mprotect's count of open windows on its way to the vault "
+       "(begin/end): the section stays writable after every window closed")
+{
+	if (strcmp(rare_write_backend(), "mprotect"))
+		attack_report(ATTACK_NA,
+			      "no process-wide count of windows (mprotect "
+			      "only)");
+	if_trials(count_trial, NULL,
+		  "a plain store landed after every window closed",
+		  "the section read-only after the windows");
+}
+
+ATTACK("27e", inflight_map_count,
+       "raise mprotect's count of open windows on its way to the vault "
+       "(map/unmap): the section stays writable after every unmap")
+{
+	if (strcmp(rare_write_backend(), "mprotect"))
+		attack_report(ATTACK_NA,
+			      "a map is no window of a process-wide count "
+			      "(mprotect only)");
+	if_trials(count_trial, (void *)1,
+		  "a plain store landed after every map was unmapped",
+		  "the section read-only after the maps");
+}
+
+/* ---- 27f: the core's record of nested windows ---- */
+
+static long if_nest[8] __wr_rare __attribute__((aligned(64)));
+static volatile int32_t if_nest_tid;
+
+/* Windows nested two deep, then a plain store of this thread's (pkey's
+ * windows are a thread's own): it lands only if a window stayed open. */
+static void *nested_victim(void *arg)
+{
+	(void)arg;
+	if_nest_tid = (int32_t)syscall(SYS_gettid);
+	for (long i = 0; i < IF_CALLS; i++) {
+		rare_write_begin();
+		rare_write_begin(); /* a helper that opens its own window */
+		if_nest[0] = i;
+		rare_write_end();
+		rare_write_end();
+	}
+	return (void *)(uintptr_t)(attack_try_store64(&if_nest[1],
+						      ATTACK_MARKER) &&
+				   attack_load64(&if_nest[1]) == ATTACK_MARKER);
+}
+
+/* {victim's tid, 1 level} becomes {tid, 2^30 levels}. */
+static void *nested_attacker(void *arg)
+{
+	uint64_t want, forged;
+
+	(void)arg;
+	while (!if_nest_tid && !ifl.done)
+		;
+	want = (uint32_t)if_nest_tid | (1ULL << 32);
+	forged = (uint32_t)if_nest_tid | (0x40000000ULL << 32);
+	while (!ifl.done)
+		for (volatile uint64_t *p = ifl.lo; p < ifl.hi; p++)
+			if (*p == want) {
+				*p = forged;
+				ifl.stores++;
+			}
+	return NULL;
+}
+
+static int nested_trial(void *arg)
+{
+	(void)arg;
+	if_nest_tid = 0;
+	return if_race(nested_victim, if_attacker(nested_attacker), NULL)
+		       ? IF_LANDED
+		       : IF_HELD;
+}
+
+ATTACK("27f", inflight_nested,
+       "make the core's record of a nested window on its way to the table "
+       "say 2^30 levels: the outermost `rare_write_end` does not close")
+{
+	if (!(rare_write_caps() & RARE_WRITE_CAP_BEGIN_END))
+		attack_report(ATTACK_NA, "no begin/end windows");
+	if_trials(nested_trial, NULL,
+		  "a plain store landed after the outermost end",
+		  "the window closed at the outermost end");
+}
+
+/* ---- 27g: mprotect's multi-segment write ---- */
+
+static struct {
+	struct rare_pool *pool;
+	struct rare_list_head *head, *entry;
+	uint64_t *table; /* another object on the head's page */
+} ifg;
+
+/* Whether the kernel may write at @p: getcpu(2) stores through the same
+ * page tables as a plain store would, and fails with EFAULT instead of
+ * faulting (the victim's probe, after each call; not the attacker's). */
+static bool if_writable(void *p)
+{
+	return syscall(SYS_getcpu, p, NULL, NULL) == 0;
+}
+
+static void *list_victim(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < IF_CALLS; i++) {
+		if (i & 1)
+			rare_list_del(ifg.entry);
+		else
+			rare_list_add(ifg.entry, ifg.head);
+		/* The call returned: the head's page is read-only again,
+		 * unless its close flip went elsewhere. */
+		if (if_writable(&ifg.table[1]))
+			return (void *)(uintptr_t)(attack_try_store64(
+							   &ifg.table[0],
+							   ATTACK_MARKER) &&
+						   attack_load64(
+							   &ifg.table[0]) ==
+							   ATTACK_MARKER);
+	}
+	return NULL;
+}
+
+/* @p: a segment {region, dst, src, len, fill} whose dst is the head's
+ * link and whose store is done (its source holds the link's new value). */
+static bool list_seg_stored(volatile uint64_t *p, uint64_t link)
+{
+	uint64_t src = p[1];
+
+	if (p[0] != (uint64_t)&ifg.head->next || p[2] != 8 || (uint32_t)p[3])
+		return false;
+	if (src < (uint64_t)ifl.stack ||
+	    src > (uint64_t)ifl.stack + IF_STACK - 8)
+		return false;
+	return *(volatile uint64_t *)src == link;
+}
+
+/* When the head's link changes (the segment's store is done, its close
+ * is still to come), point the segment at the pool's first page (another
+ * page of the region, read-only already). */
+static void *list_attacker(void *arg)
+{
+	volatile uint64_t *seen[2] = {NULL, NULL};
+	volatile uint64_t *link = (volatile uint64_t *)&ifg.head->next;
+	uint64_t last = *link, now;
+
+	(void)arg;
+	while (!ifl.done) {
+		volatile uint64_t *hit = NULL;
+
+		now = *link;
+		if (now == last)
+			continue;
+		last = now;
+		for (int k = 0; k < 2 && !hit; k++)
+			if (seen[k] && list_seg_stored(seen[k], now))
+				hit = seen[k];
+		for (volatile uint64_t *p = ifl.lo + 1; !hit && p + 3 < ifl.hi;
+		     p++)
+			if (list_seg_stored(p, now)) {
+				hit = p;
+				seen[seen[0] ? 1 : 0] = p;
+			}
+		if (hit) {
+			hit[0] = (uint64_t)ifg.pool;
+			ifl.stores++;
+		}
+	}
+	return NULL;
+}
+
+/* A head and a node on pages of their own (different size classes), and
+ * the entry that goes in and out between them. */
+static int list_trial(void *arg)
+{
+	struct rare_list_head *node;
+
+	(void)arg;
+	ifg.pool = rare_pool_create(1 << 20);
+	if (!ifg.pool)
+		return IF_BROKEN;
+	ifg.head = rare_alloc(ifg.pool, 16);
+	ifg.table = rare_alloc(ifg.pool, 16);
+	ifg.entry = rare_alloc(ifg.pool, 32);
+	node = rare_alloc(ifg.pool, 64);
+	if (!ifg.head || !ifg.table || !ifg.entry || !node ||
+	    ((uintptr_t)ifg.head ^ (uintptr_t)ifg.table) >= 4096 ||
+	    ((uintptr_t)ifg.head ^ (uintptr_t)ifg.entry) < 4096)
+		return IF_BROKEN;
+	rare_write(*ifg.head, ((struct rare_list_head){ifg.head, ifg.head}));
+	rare_list_add(node, ifg.head);
+	return if_race(list_victim, if_attacker(list_attacker), NULL)
+		       ? IF_LANDED
+		       : IF_HELD;
+}
+
+ATTACK("27g", inflight_flip,
+       "move a segment of mprotect's multi-segment write (a list link) "
+       "between its open and close flips: its page stays writable")
+{
+	if (strcmp(rare_write_backend(), "mprotect"))
+		attack_report(ATTACK_NA, "no page flips (mprotect only)");
+	if_trials(list_trial, NULL,
+		  "the list head's page stayed writable after the call; a "
+		  "plain store landed in another object on it",
+		  "the head's page read-only after every call");
 }
