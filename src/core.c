@@ -239,21 +239,31 @@ static uint32_t my_nested_extra(void)
 	return nested_extra(this_tid());
 }
 
-/* Record @extra levels for @tid (0: none). Signals are blocked, so that a
- * handler's own begin/end cannot deadlock on the lock. */
-static void nested_set(int32_t tid, uint32_t extra)
+/*
+ * Add @delta levels to @tid's record (0: forget it). Signals are blocked,
+ * so that a handler's own begin/end cannot deadlock on the lock. The new
+ * count is computed from the table under the lock and the table read back
+ * after the store: the record reaches the vault through a stack copy that
+ * another thread can rewrite while the call waits (an outside review, 27f:
+ * {tid, 1} made {tid, 2^30}, and the outermost end did not close).
+ */
+static void nested_change(const char *call, int32_t tid, int delta)
 {
-	struct nested_window *w, rec = {extra ? tid : 0, extra};
+	struct nested_window *w, rec;
+	unsigned used = 0;
+	uint32_t extra;
 	sigset_t all, saved;
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &saved);
 	pthread_mutex_lock(&nested_lock);
+	extra = delta ? nested_extra(tid) + (uint32_t)delta : 0;
+	rec = (struct nested_window){extra ? tid : 0, extra};
 	w = nested_find(tid);
 	if (!w && extra) {
 		w = nested_find(0);
 		if (!w)
-			rw_die("rare_write_begin", NULL,
+			rw_die(call, NULL,
 			       "more than %d threads nest windows at once",
 			       RW_MAX_NESTED);
 		TABLE_SET(rw_table.nr_nested, rw_table.nr_nested + 1);
@@ -262,6 +272,12 @@ static void nested_set(int32_t tid, uint32_t extra)
 	}
 	if (w)
 		rw_table_store(w, &rec, sizeof(rec));
+	for (unsigned i = 0; i < RW_MAX_NESTED; i++)
+		used += rw_table.nested[i].tid != 0;
+	if (nested_extra(tid) != extra || used != rw_table.nr_nested)
+		rw_die(call, &rw_table,
+		       "the record of nested windows changed on its way to "
+		       "the table");
 	pthread_mutex_unlock(&nested_lock);
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 }
@@ -289,7 +305,7 @@ void rare_write_begin(void)
 	if (rw_window_depth) {
 		rw_window_depth++;
 		if (rw_initialised())
-			nested_set(this_tid(), nested_extra(this_tid()) + 1);
+			nested_change("rare_write_begin", this_tid(), 1);
 		return;
 	}
 	if (!rw_initialised() && preinit_window(1)) {
@@ -304,7 +320,7 @@ void rare_write_begin(void)
 		       b->name);
 	/* A record left by a dead thread whose id we now carry. */
 	if (my_nested_extra())
-		nested_set(this_tid(), 0);
+		nested_change("rare_write_begin", this_tid(), 0);
 	rw_window_depth = 1;
 	rw_table.backend->begin(); /* not @b: it crossed the calls above */
 }
@@ -324,7 +340,7 @@ void rare_write_end(void)
 	}
 	extra = my_nested_extra();
 	if (extra) {
-		nested_set(this_tid(), extra - 1);
+		nested_change("rare_write_end", this_tid(), -1);
 		rw_window_depth = extra;
 		return;
 	}

@@ -166,12 +166,46 @@ _Static_assert(offsetof(struct control, thr) ==
 		       sizeof(struct control_head) <= 512,
 	       "the head of the control page, written in one pwrite()");
 
+/*
+ * The record and the count reach the vault through stack buffers (the
+ * head below, vault.c's aligned copy) that another thread can rewrite
+ * while pwrite() waits to read them: {1 window, 1 thread} made {2, 1}
+ * left the pages writable after the last end (an outside review, 27d, 27e).
+ * So after each store the control page, which no store reaches, must say
+ * what the call meant: @tid's windows and nesting and the count as the
+ * call took them before building its buffers, and the count the sum of
+ * every record's windows, the thread count the records in use. A rewrite
+ * aborts; what is left is a thread that rewrites the buffer and the
+ * values kept apart alike (SECURITY.md).
+ */
+static void check_record(const char *call, uint64_t tid, uint32_t windows,
+			 uint32_t nest, unsigned long open)
+{
+	const struct thread_windows *now = find_record(tid);
+	unsigned long sum = 0, used = 0;
+
+	for (unsigned i = 0; i < MAX_THREADS && used < control.nr_threads; i++)
+		if (control.thr[i].tid) {
+			used++;
+			sum += control.thr[i].windows;
+		}
+	if ((now ? now->windows : 0) != windows ||
+	    (now ? now->nest : 0) != nest || control.open_windows != open ||
+	    sum != open || used != control.nr_threads)
+		rw_die(call, &control,
+		       "the record of open windows changed on its way to its "
+		       "vault");
+}
+
 /* Replace the record of @rec->tid by @rec (a record without windows or
  * suspended ones is freed), and the count by @open; flip_lock held. */
-static void set_record(const struct thread_windows *rec, unsigned long open)
+static void set_record(const char *call, const struct thread_windows *rec,
+		       unsigned long open)
 {
-	const struct thread_windows *slot = find_record(rec->tid);
-	bool empty = !rec->windows && !rec->nest;
+	const uint64_t tid = rec->tid;
+	const uint32_t windows = rec->windows, nest = rec->nest;
+	const struct thread_windows *slot = find_record(tid);
+	bool empty = !windows && !nest;
 	unsigned long counts[2] = {open, control.nr_threads};
 	const struct thread_windows freed = {.tid = 0};
 
@@ -180,7 +214,7 @@ static void set_record(const struct thread_windows *rec, unsigned long open)
 			if (!control.thr[i].tid)
 				slot = &control.thr[i];
 		if (!slot)
-			rw_die("rare_write_begin", NULL,
+			rw_die(call, NULL,
 			       "more than %d threads hold windows at once",
 			       MAX_THREADS);
 		counts[1]++;
@@ -197,12 +231,13 @@ static void set_record(const struct thread_windows *rec, unsigned long open)
 		memcpy(head.counts, counts, sizeof(counts));
 		head.thr[i] = empty ? freed : *rec;
 		control_store(&control, &head, span);
-		return;
+	} else {
+		if (slot)
+			control_store((void *)slot, empty ? &freed : rec,
+				      sizeof(*slot));
+		control_store(&control.open_windows, counts, sizeof(counts));
 	}
-	if (slot)
-		control_store((void *)slot, empty ? &freed : rec,
-			      sizeof(*slot));
-	control_store(&control.open_windows, counts, sizeof(counts));
+	check_record(call, tid, windows, nest, open);
 }
 
 /* This thread's record as a value (zeroes if it has none). */
@@ -312,31 +347,51 @@ static void page_span(const struct rw_seg *s, uintptr_t *start, size_t *len)
 	*len = last - first;
 }
 
+/*
+ * The pieces are computed once, before they open, and the same ones are
+ * closed: the segments are the caller's, on its stack, and a segment moved
+ * between the flips to another piece of a live region closed that piece
+ * and left the opened one writable at rest (an outside review, 27g: a
+ * pool's bookkeeping page after rare_free(), a list head's page). A segment that no longer
+ * lies in the pieces opened for it aborts the write before its store.
+ */
+#define MAX_WRITE_SEGS 4
 static void mprotect_write(const struct rw_seg *segs, unsigned n)
 {
+	struct {
+		uintptr_t start;
+		size_t len;
+	} span[MAX_WRITE_SEGS];
+
+	if (n > MAX_WRITE_SEGS)
+		rw_die("rare_write_memcpy", NULL, "%u segments in one write",
+		       n);
 	lock();
 	if (control.open_windows) {
 		/* Another thread's window has every region open already. */
 		for (unsigned i = 0; i < n; i++)
 			rw_seg_store(&segs[i], segs[i].dst);
-	} else {
-		for (unsigned i = 0; i < n; i++) {
-			uintptr_t start;
-			size_t len;
-
-			page_span(&segs[i], &start, &len);
-			flip("rare_write_memcpy", start, len, true);
-		}
-		for (unsigned i = 0; i < n; i++)
-			rw_seg_store(&segs[i], segs[i].dst);
-		for (unsigned i = 0; i < n; i++) {
-			uintptr_t start;
-			size_t len;
-
-			page_span(&segs[i], &start, &len);
-			flip("rare_write_memcpy", start, len, false);
-		}
+		unlock();
+		return;
 	}
+	for (unsigned i = 0; i < n; i++) {
+		page_span(&segs[i], &span[i].start, &span[i].len);
+		flip("rare_write_memcpy", span[i].start, span[i].len, true);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		uintptr_t start;
+		size_t len;
+
+		page_span(&segs[i], &start, &len);
+		if (start < span[i].start ||
+		    start + len > span[i].start + span[i].len)
+			rw_die("rare_write_memcpy", segs[i].dst,
+			       "the write's segment moved while its pages "
+			       "opened");
+		rw_seg_store(&segs[i], segs[i].dst);
+	}
+	for (unsigned i = 0; i < n; i++)
+		flip("rare_write_memcpy", span[i].start, span[i].len, false);
 	unlock();
 }
 
@@ -495,9 +550,12 @@ static void windows_add(const char *call, int delta)
 	uint64_t tid = this_thread();
 	struct thread_windows rec;
 	unsigned long open;
+	uint32_t want;
 
 	lock();
 	rec = my_record(tid);
+	/* Kept apart from @rec, which waits on the stack through the flips. */
+	want = rec.windows + (uint32_t)delta;
 	if (delta < 0 && !rec.windows && rec.nest &&
 	    rec.suspended[rec.nest - 1].windows) {
 		/* A handler suspended the window and was left by a jump
@@ -508,7 +566,7 @@ static void windows_add(const char *call, int delta)
 			rec.nest++;
 		else
 			rec.suspended[rec.nest].frame = 0;
-		set_record(&rec, control.open_windows);
+		set_record(call, &rec, control.open_windows);
 		unlock();
 		return;
 	}
@@ -520,8 +578,13 @@ static void windows_add(const char *call, int delta)
 	open = control.open_windows + (unsigned long)(long)delta;
 	if (!control.open_windows && open)
 		flip_all(true);
-	set_record(&rec, open);
-	if (!open)
+	set_record(call, &rec, open);
+	if (my_record(tid).windows != want)
+		rw_die(call, &control,
+		       "the record of open windows changed on its way to its "
+		       "vault");
+	/* The vault's count, not @open: it was on the stack meanwhile. */
+	if (!control.open_windows)
 		flip_all(false);
 	unlock();
 }
@@ -586,8 +649,8 @@ static void mprotect_signal_enter(void *uc)
 	rec.suspended[rec.nest++].frame = (uintptr_t)uc;
 	open = control.open_windows - rec.windows;
 	rec.windows = 0;
-	set_record(&rec, open);
-	if (!open)
+	set_record("signal", &rec, open);
+	if (!control.open_windows)
 		flip_all(false);
 	unlock();
 }
@@ -622,7 +685,7 @@ static void mprotect_signal_exit(void *uc)
 	open = control.open_windows + back;
 	if (!control.open_windows && open)
 		flip_all(true);
-	set_record(&rec, open);
+	set_record("signal", &rec, open);
 	unlock();
 }
 
@@ -674,7 +737,7 @@ static void mprotect_fork_child(void)
 		unsigned long open = rec.windows;
 
 		rec.tid = this_thread();
-		set_record(&rec, open);
+		set_record("fork", &rec, open);
 	}
 	if (!control.open_windows)
 		flip_all(false);
