@@ -56,6 +56,12 @@
  * sees the list head's link change and moves that segment's dst to
  * another page of the pool before its close: the head's page, with the
  * program's other objects on it, stays writable after the call returns.
+ *
+ * 27h (pkey): the thread's record of what it holds open, {tid, nest,
+ * window, maps[]}, built on the stack by the backend's update_holds() and
+ * copied to the records' page after the records lock; the attacker makes
+ * one window two, the outermost end leaves the thread's keys open (the
+ * pkey cousin of 27d, found reading the code after 27d).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -801,4 +807,67 @@ ATTACK("27g", inflight_flip,
 		  "the list head's page stayed writable after the call; a "
 		  "plain store landed in another object on it",
 		  "the head's page read-only after every call");
+}
+
+/* ---- 27h: pkey's record of a thread's holds ---- */
+
+static long if_holds[8] __wr_rare __attribute__((aligned(64)));
+static volatile int32_t if_holds_tid;
+
+/* One window at a time, then a plain store of this thread's: it lands
+ * only if the thread kept its keys open. */
+static void *holds_victim(void *arg)
+{
+	(void)arg;
+	if_holds_tid = (int32_t)syscall(SYS_gettid);
+	for (long i = 0; i < IF_CALLS; i++) {
+		rare_write_begin();
+		if_holds[0] = i;
+		rare_write_end();
+	}
+	return (void *)(uintptr_t)(attack_try_store64(&if_holds[1],
+						      ATTACK_MARKER) &&
+				   attack_load64(&if_holds[1]) ==
+					   ATTACK_MARKER);
+}
+
+/* {victim's tid, no handler nesting} followed by a window count of 1:
+ * the record on its way; the count becomes 2. */
+static void *holds_attacker(void *arg)
+{
+	uint64_t want;
+
+	(void)arg;
+	while (!if_holds_tid && !ifl.done)
+		;
+	want = (uint32_t)if_holds_tid; /* nest 0 in the high half */
+	while (!ifl.done)
+		for (volatile uint64_t *p = ifl.lo; p + 1 < ifl.hi; p++)
+			if (p[0] == want && (p[1] & 0xffff) == 1) {
+				p[1] = (p[1] & ~0xffffULL) | 2;
+				ifl.stores++;
+			}
+	return NULL;
+}
+
+static int holds_trial(void *arg)
+{
+	(void)arg;
+	if_holds_tid = 0;
+	return if_race(holds_victim, if_attacker(holds_attacker), NULL)
+		       ? IF_LANDED
+		       : IF_HELD;
+}
+
+ATTACK("27h", inflight_holds,
+       "raise a window count in the record of pkey's thread on its way to "
+       "the records' page: the outermost `rare_write_end` leaves the keys "
+       "open")
+{
+	if (strcmp(rare_write_backend(), "pkey"))
+		attack_report(ATTACK_NA,
+			      "no per-thread record of keys held (pkey only)");
+	if_trials(holds_trial, NULL,
+		  "a plain store landed after the window closed",
+		  "the keys closed at the end");
 }

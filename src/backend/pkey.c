@@ -50,6 +50,7 @@
 #include <cpuid.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -287,23 +288,56 @@ static void state_shut(uint32_t state)
 	while (!closed_except(rdpkru(), all() & ~state));
 }
 
+/* Every hold of @r (NULL: none): its own and those its handlers
+ * suspended. */
+static unsigned long holds_total(const struct thread_rec *r)
+{
+	unsigned long n = 0;
+
+	if (!r)
+		return 0;
+	for (unsigned i = 0; i <= r->nest && i <= MAX_NEST; i++) {
+		const struct key_holds *h =
+			i < r->nest ? &r->saved[i].holds : &r->cur;
+
+		n += h->window;
+		for (int k = 0; k < NR_PKEYS; k++)
+			n += h->maps[k];
+	}
+	return n;
+}
+
+/* set_record() with no count to keep: signals and fork move holds. */
+#define ANY_HOLDS LONG_MIN
+
 /*
  * Replace the calling thread's record by @rec (freed when it holds and
  * suspended nothing). Only here is the state key write-enabled, for these
  * stores; a signal in between runs after (a critical section), so a
  * handler never finds the lock taken by its own thread.
+ *
+ * @rec waits on the caller's stack for the lock, and another thread can
+ * rewrite it there ({window 1} made {window 2}: the outermost end leaves
+ * the thread's keys open, as 27d does to mprotect's count). So a begin or
+ * a map (@delta 1) and an end or an unmap (-1) must change the thread's
+ * holds, counted in the record under the lock, by exactly @delta: a forged
+ * record aborts. What is left: a hold moved from one kind to another of
+ * the same thread in the same store (SECURITY.md).
  */
-static void set_record(const struct thread_rec *rec)
+static void set_record(const char *call, const struct thread_rec *rec,
+		       long delta)
 {
 	bool empty = !rec->cur.window && !holds_mask(&rec->cur) && !rec->nest;
 	uint32_t state = all() & ~ours();
 	struct thread_rec *slot;
+	unsigned long before;
 
 	if (empty && !find_record(rec->tid))
 		return;
 	rw_cs_enter();
 	pthread_mutex_lock(&records_lock);
 	slot = (struct thread_rec *)find_record(rec->tid);
+	before = holds_total(slot);
 	for (unsigned i = 0; !slot && !empty && i < MAX_THREADS; i++)
 		if (!threads.thr[i].tid)
 			slot = &threads.thr[i];
@@ -324,6 +358,13 @@ static void set_record(const struct thread_rec *rec)
 			*slot = *rec;
 		}
 		state_shut(state);
+	}
+	if (delta != ANY_HOLDS &&
+	    holds_total(slot && slot->tid ? slot : NULL) !=
+		    before + (unsigned long)delta) {
+		pthread_mutex_unlock(&records_lock);
+		rw_die(call, NULL,
+		       "the thread's record changed on its way to its page");
 	}
 	pthread_mutex_unlock(&records_lock);
 	rw_cs_leave();
@@ -469,7 +510,7 @@ static void pkey_signal_enter(void *uc)
 	rec.saved[rec.nest].holds = rec.cur;
 	rec.saved[rec.nest++].frame = (uintptr_t)uc;
 	memset(&rec.cur, 0, sizeof(rec.cur));
-	set_record(&rec);
+	set_record("signal", &rec, ANY_HOLDS);
 }
 
 /*
@@ -498,7 +539,7 @@ static void pkey_signal_exit(void *uc)
 			memset(&rec.saved[i - 1], 0,
 			       (rec.nest - (i - 1)) * sizeof(rec.saved[0]));
 			rec.nest = i - 1;
-			set_record(&rec);
+			set_record("signal", &rec, ANY_HOLDS);
 		}
 		legit = legit_mask();
 	}
@@ -662,13 +703,14 @@ static void pkey_write(const struct rw_seg *segs, unsigned n)
 }
 
 /* Change the calling thread's record with @fn, then make PKRU match it. */
-static void update_holds(void (*fn)(struct thread_rec *, uintptr_t),
-			 uintptr_t arg)
+static void update_holds(const char *call,
+			 void (*fn)(struct thread_rec *, uintptr_t),
+			 uintptr_t arg, long delta)
 {
 	struct thread_rec rec = my_record(this_tid());
 
 	fn(&rec, arg);
-	set_record(&rec);
+	set_record(call, &rec, delta);
 	gate_settle();
 }
 
@@ -712,12 +754,12 @@ static void end_holds(struct thread_rec *rec, uintptr_t unused)
 
 static void pkey_begin(void)
 {
-	update_holds(begin_holds, 0);
+	update_holds("rare_write_begin", begin_holds, 0, 1);
 }
 
 static void pkey_end(void)
 {
-	update_holds(end_holds, 0);
+	update_holds("rare_write_end", end_holds, 0, -1);
 }
 
 static void map_holds(struct thread_rec *rec, uintptr_t key)
@@ -735,7 +777,7 @@ static void *pkey_map(struct rw_region *r, void *addr, size_t len)
 {
 	(void)len;
 	key_bits(r);
-	update_holds(map_holds, r->priv);
+	update_holds("rare_write_map", map_holds, r->priv, 1);
 	return addr;
 }
 
@@ -745,7 +787,7 @@ static void pkey_unmap(struct rw_region *r, void *view, void *addr, size_t len)
 	(void)addr;
 	(void)len;
 	key_bits(r);
-	update_holds(unmap_holds, r->priv);
+	update_holds("rare_write_unmap", unmap_holds, r->priv, -1);
 }
 
 /* fork(): the child keeps the forking thread's record, under its new id.
@@ -775,10 +817,10 @@ static void pkey_fork_child(void)
 
 			memset(&gone.cur, 0, sizeof(gone.cur));
 			gone.nest = 0;
-			set_record(&gone);
+			set_record("fork", &gone, ANY_HOLDS);
 		}
 	keep.tid = this_tid();
-	set_record(&keep);
+	set_record("fork", &keep, ANY_HOLDS);
 	gate_settle();
 }
 
@@ -867,7 +909,7 @@ static void thread_settle(void)
 	if (find_record(this_tid())) {
 		struct thread_rec none = {.tid = this_tid()};
 
-		set_record(&none);
+		set_record("pthread_create", &none, ANY_HOLDS);
 	}
 	gate_settle();
 }
