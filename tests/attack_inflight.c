@@ -156,7 +156,7 @@ static void *alloc_victim(void *arg)
 
 /* struct page_meta of a fresh class-0 page after k allocations:
  * used_slots {2^k - 1, 0, 0, 0}, then state 1 and nr_used k. */
-static void *alloc_attacker(void *arg)
+__attribute__((no_sanitize_address)) static void *alloc_attacker(void *arg)
 {
 	(void)arg;
 	while (!ifl.done)
@@ -268,7 +268,7 @@ static void *free_victim(void *arg)
 /* A segment or argument list {object, ..., size} of the free: its object
  * moved to the table (only while the victim is inside rare_free(), not
  * its own rare_write()). */
-static void *free_attacker(void *arg)
+__attribute__((no_sanitize_address)) static void *free_attacker(void *arg)
 {
 	(void)arg;
 	while (!ifl.done) {
@@ -350,7 +350,8 @@ static void *alias_victim(void *arg)
 	return NULL;
 }
 
-static bool alias_like(volatile uint64_t *p)
+__attribute__((no_sanitize_address)) static bool
+alias_like(volatile uint64_t *p)
 {
 	uint64_t base = p[0], len = p[1], at = p[2];
 
@@ -358,7 +359,7 @@ static bool alias_like(volatile uint64_t *p)
 	       ((at - base) & 4095) == ((uintptr_t)&if_pol & 4095);
 }
 
-static void *alias_attacker(void *arg)
+__attribute__((no_sanitize_address)) static void *alias_attacker(void *arg)
 {
 	volatile uint64_t *hot = NULL;
 
@@ -560,7 +561,7 @@ static void *count_victim(void *map)
  * pass over the whole scan now and then, to learn where the pair appears,
  * and in between only those places (a pass takes longer than the record
  * waits for pwrite(2)). */
-static void *count_attacker(void *arg)
+__attribute__((no_sanitize_address)) static void *count_attacker(void *arg)
 {
 	volatile uint64_t *hot[IF_HOT];
 	unsigned nr_hot = 0;
@@ -649,7 +650,7 @@ static void *nested_victim(void *arg)
 }
 
 /* {victim's tid, 1 level} becomes {tid, 2^30 levels}. */
-static void *nested_attacker(void *arg)
+__attribute__((no_sanitize_address)) static void *nested_attacker(void *arg)
 {
 	uint64_t want, forged;
 
@@ -726,7 +727,8 @@ static void *list_victim(void *arg)
 
 /* @p: a segment {region, dst, src, len, fill} whose dst is the head's
  * link and whose store is done (its source holds the link's new value). */
-static bool list_seg_stored(volatile uint64_t *p, uint64_t link)
+__attribute__((no_sanitize_address)) static bool
+list_seg_stored(volatile uint64_t *p, uint64_t link)
 {
 	uint64_t src = p[1];
 
@@ -741,7 +743,7 @@ static bool list_seg_stored(volatile uint64_t *p, uint64_t link)
 /* When the head's link changes (the segment's store is done, its close
  * is still to come), point the segment at the pool's first page (another
  * page of the region, read-only already). */
-static void *list_attacker(void *arg)
+__attribute__((no_sanitize_address)) static void *list_attacker(void *arg)
 {
 	volatile uint64_t *seen[2] = {NULL, NULL};
 	volatile uint64_t *link = (volatile uint64_t *)&ifg.head->next;
@@ -833,7 +835,7 @@ static void *holds_victim(void *arg)
 
 /* {victim's tid, no handler nesting} followed by a window count of 1:
  * the record on its way; the count becomes 2. */
-static void *holds_attacker(void *arg)
+__attribute__((no_sanitize_address)) static void *holds_attacker(void *arg)
 {
 	uint64_t want;
 
