@@ -188,16 +188,21 @@ struct alias_job {
 };
 
 /* Elsewhere: the same in C; the alias's base and length may cross the
- * copy in memory (SECURITY.md), so at least munmap's failure aborts. */
+ * copy in memory (SECURITY.md), so at least munmap's failure aborts.
+ * Every write comes here, aligned 1, 2, 4 and 8-byte ones too: they are
+ * single stores (rw_store(); memcpy() and memset() may split them). */
 static long alias_bulk(const struct alias_job *job)
 {
 	char *base = mmap(NULL, job->maplen, PROT_READ | PROT_WRITE, MAP_SHARED,
 			  (int)job->fd, (off_t)job->off);
+	uint64_t v = 0x0101010101010101ULL * (unsigned char)job->fill;
 
 	if (base == MAP_FAILED)
 		return -errno;
 	if (job->src)
-		memmove(base + job->at_off, job->src, job->len);
+		rw_store(base + job->at_off, job->src, job->len);
+	else if (job->len <= sizeof(v))
+		rw_store(base + job->at_off, &v, job->len);
 	else
 		memset(base + job->at_off, (int)job->fill, job->len);
 	return munmap(base, job->maplen) ? -errno : 0;
