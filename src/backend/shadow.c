@@ -195,16 +195,13 @@ static long alias_bulk(const struct alias_job *job)
 {
 	char *base = mmap(NULL, job->maplen, PROT_READ | PROT_WRITE, MAP_SHARED,
 			  (int)job->fd, (off_t)job->off);
-	uint64_t v = 0x0101010101010101ULL * (unsigned char)job->fill;
 
 	if (base == MAP_FAILED)
 		return -errno;
 	if (job->src)
 		rw_store(base + job->at_off, job->src, job->len);
-	else if (job->len <= sizeof(v))
-		rw_store(base + job->at_off, &v, job->len);
 	else
-		memset(base + job->at_off, (int)job->fill, job->len);
+		rw_fill(base + job->at_off, (int)job->fill, job->len);
 	return munmap(base, job->maplen) ? -errno : 0;
 }
 #endif
