@@ -248,6 +248,8 @@ RW_HIDDEN int rw_maps_read_only_file(dev_t dev, ino_t ino, const void *base,
 /* copy.c: stores through a writable address. Aligned 1/2/4/8-byte units
  * are single stores, so concurrent readers never see them torn. */
 RW_HIDDEN void rw_store(void *dst, const void *src, size_t len);
+/* memset(), an aligned 1, 2, 4 or 8-byte fill in one store. */
+RW_HIDDEN void rw_fill(void *dst, int c, size_t len);
 /* Apply segment @s through @at, a writable address of s->dst. */
 RW_HIDDEN void rw_seg_store(const struct rw_seg *s, void *at);
 /* A private malloc()ed copy of [addr, addr + len): the rare_write_map() view

@@ -40,7 +40,7 @@ static unsigned char page[4096] __wr_rare __attribute__((aligned(4096)));
 static const uint64_t zeros[512] __attribute__((aligned(4096)));
 static const uint64_t all_ones[512] __attribute__((aligned(4096))) = {~0ULL};
 
-enum how { BY_RARE_WRITE, BY_MEMSET, BY_MEMCPY, BY_MAP };
+enum how { BY_RARE_WRITE, BY_MEMSET, BY_MEMCPY, BY_MAP, BY_ADD };
 
 struct torn {
 	void *at;
@@ -90,7 +90,7 @@ static void *reader(void *arg)
 
 static void write_pattern(struct torn *t, bool set)
 {
-	uint64_t v = set ? ~0ULL : 0;
+	uint64_t v = set ? ~0ULL : 0, d;
 	struct rare_write_mapping m;
 
 	switch (t->how) {
@@ -121,6 +121,16 @@ static void write_pattern(struct torn *t, bool set)
 			__atomic_store_n((uint16_t *)m.addr, (uint16_t)v,
 					 __ATOMIC_RELAXED);
 		rare_write_unmap(m);
+		break;
+	case BY_ADD:
+		/* the difference to the pattern (this thread alone writes) */
+		d = v - load(t->at, t->size);
+		if (t->size == 8)
+			rare_write_add(*(uint64_t *)t->at, d);
+		else if (t->size == 4)
+			rare_write_add(*(uint32_t *)t->at, (uint32_t)d);
+		else
+			rare_write_add(*(uint16_t *)t->at, (uint16_t)d);
 		break;
 	}
 }
@@ -206,6 +216,33 @@ TEST(torn_4_memset, EXPECT_PASS)
 {
 	init();
 	run_torn(page + 4, 4, BY_MEMSET);
+}
+
+/* rare_write_memset(), rare_write_memcpy() and rare_write_add() of the
+ * other sizes are single stores too (shadow filled with rep stosb, which
+ * stores byte by byte). */
+TEST(torn_2_memset, EXPECT_PASS)
+{
+	init();
+	run_torn(page + 42, 2, BY_MEMSET);
+}
+
+TEST(torn_4_memcpy, EXPECT_PASS)
+{
+	init();
+	run_torn(page + 44, 4, BY_MEMCPY);
+}
+
+TEST(torn_8_add, EXPECT_PASS)
+{
+	init();
+	run_torn(page + 48, 8, BY_ADD);
+}
+
+TEST(torn_4_add, EXPECT_PASS)
+{
+	init();
+	run_torn(page + 60, 4, BY_ADD);
 }
 
 TEST(torn_2_map_unmap, EXPECT_PASS)

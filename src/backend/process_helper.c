@@ -151,7 +151,7 @@ static int handle_write(size_t n)
 		const struct prw_seg *g = &segs[i];
 
 		if (g->flags & PRW_SEG_FILL) {
-			memset(at[i], g->fill, g->len);
+			rw_fill(at[i], g->fill, g->len);
 		} else {
 			rw_store(at[i], data, g->len);
 			data += g->len;

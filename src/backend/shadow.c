@@ -188,7 +188,9 @@ struct alias_job {
 };
 
 /* Elsewhere: the same in C; the alias's base and length may cross the
- * copy in memory (SECURITY.md), so at least munmap's failure aborts. */
+ * copy in memory (SECURITY.md), so at least munmap's failure aborts.
+ * Every write comes here, aligned 1, 2, 4 and 8-byte ones too: they are
+ * single stores (rw_store(); memcpy() and memset() may split them). */
 static long alias_bulk(const struct alias_job *job)
 {
 	char *base = mmap(NULL, job->maplen, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -197,9 +199,9 @@ static long alias_bulk(const struct alias_job *job)
 	if (base == MAP_FAILED)
 		return -errno;
 	if (job->src)
-		memmove(base + job->at_off, job->src, job->len);
+		rw_store(base + job->at_off, job->src, job->len);
 	else
-		memset(base + job->at_off, (int)job->fill, job->len);
+		rw_fill(base + job->at_off, (int)job->fill, job->len);
 	return munmap(base, job->maplen) ? -errno : 0;
 }
 #endif
@@ -216,11 +218,15 @@ shadow_refused(const char *call, void *dst, size_t len, long err)
 
 /*
  * Apply segment @s (a private copy, validated: its region @r is the
- * table's) through an alias: an aligned 1, 2, 4 or 8-byte copy in one
- * store (alias_store(): readers never see it torn), anything else with
- * alias_bulk(). Neither lets the alias's base or length cross a call in
- * memory, and both say when munmap(2) failed: then the alias may still be
- * mapped writable, and the process dies rather than go on with it.
+ * table's) through an alias: an aligned 1, 2, 4 or 8-byte copy or fill in
+ * one store (alias_store(): readers never see it torn), anything else with
+ * alias_bulk(). Not a fill through alias_bulk(): its rep stosb stores a
+ * short fill byte by byte (FSRM, as rep movsb in vault.c; on a 2-vCPU AMD
+ * EPYC a reader saw most of its loads of a 4-byte rep stosb torn), and
+ * readers saw aligned 4 and 8-byte rare_write_memset()s torn.
+ * Neither lets the alias's base or length cross a call in memory, and both
+ * say when munmap(2) failed: then the alias may still be mapped writable,
+ * and the process dies rather than go on with it.
  */
 static void shadow_store_seg(const char *call, const struct rw_region *r,
 			     const struct rw_seg *s)
@@ -230,11 +236,14 @@ static void shadow_store_seg(const char *call, const struct rw_region *r,
 	uintptr_t last = (a + len + rw_page_size - 1) & ~(rw_page_size - 1);
 	long err;
 
-	if (RW_RAWSYS_INLINE && s->src &&
+	if (RW_RAWSYS_INLINE &&
 	    (len == 1 || len == 2 || len == 4 || len == 8) && !(a % len)) {
 		uint64_t v = 0;
 
-		memcpy(&v, s->src, len);
+		if (s->src)
+			memcpy(&v, s->src, len);
+		else /* the byte in each of the low @len bytes */
+			v = 0x0101010101010101ULL * (unsigned char)s->fill;
 		err = alias_store(r->fd, first - r->start, a - first, v, len);
 	} else {
 		const struct alias_job job = {.fd = r->fd,
