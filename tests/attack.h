@@ -33,6 +33,12 @@ enum attack_result {
 	/* In the table only: blocked where the kernel has mseal(2) (Linux
 	 * 6.10+), open where it has not. */
 	ATTACK_SEALED,
+	/* In the table only: blocked where the program links
+	 * librarewrite.so, which interposes the C library's entries that
+	 * start threads of its own (src/libc_threads.c), open in a static
+	 * program, which keeps the C library's (librarewrite.a leaves them
+	 * out). */
+	ATTACK_SHARED,
 };
 
 /* Room for the backends of the library (rare_write_backends(3)), which
@@ -130,7 +136,7 @@ enum attack_result attack_run(const struct attack *a, char *note,
 /* The TEST() body: run, compare with the table, fail on a difference. */
 void attack_check(const struct attack *a);
 enum attack_result attack_expected(const char *id, const char *backend);
-/* The table's cell itself (ATTACK_SEALED unresolved). */
+/* The table's cell itself (ATTACK_SEALED, ATTACK_SHARED unresolved). */
 enum attack_result attack_cell(const char *id, const char *backend);
 const char *attack_result_name(enum attack_result r);
 

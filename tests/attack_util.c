@@ -53,6 +53,8 @@ const char *attack_result_name(enum attack_result r)
 		return "error";
 	case ATTACK_SEALED:
 		return "blocked (mseal)";
+	case ATTACK_SHARED:
+		return "blocked (shared)";
 	default:
 		return "unset";
 	}
@@ -545,12 +547,31 @@ static bool have_mseal(void)
 	return syscall(SYS_mseal, page, 0UL, 0UL) == 0;
 }
 
+/* The loader's table of this program (link.h): none in a static one. */
+extern ElfW(Dyn) _DYNAMIC[] __attribute__((weak));
+
+/* The program's timer_create() is the library's (librarewrite.so), not the
+ * C library's own: not so in a static program, nor in one that links
+ * librarewrite.a (the library is then in the executable, which the loader
+ * names ""), which leaves src/libc_threads.c out. */
+static bool libc_entries_interposed(void)
+{
+	Dl_info lib, entry;
+
+	return _DYNAMIC && dladdr((void *)rare_write_init, &lib) &&
+	       lib.dli_fname && lib.dli_fname[0] &&
+	       dladdr((void *)timer_create, &entry) &&
+	       entry.dli_fbase == lib.dli_fbase;
+}
+
 enum attack_result attack_expected(const char *id, const char *backend)
 {
 	enum attack_result r = attack_cell(id, backend);
 
 	if (r == ATTACK_SEALED)
 		return have_mseal() ? ATTACK_BLOCKED : ATTACK_OPEN;
+	if (r == ATTACK_SHARED)
+		return libc_entries_interposed() ? ATTACK_BLOCKED : ATTACK_OPEN;
 	return r;
 }
 

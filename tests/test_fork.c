@@ -422,19 +422,23 @@ static void *forker(void *unused)
 	return NULL;
 }
 
-/* Whether thread @tid sleeps in futex() (waits for a lock). */
+/* Whether thread @tid sleeps in futex() (waits for a lock). A thread that
+ * has exited since (the forker done) does not: its file is still open, but
+ * the read fails with ESRCH. */
 static bool in_futex(pid_t tid)
 {
 	char path[64], buf[32] = "";
+	ssize_t n;
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
 	fd = open(path, O_RDONLY);
 	if (fd < 0)
 		return false;
-	CHECK(read(fd, buf, sizeof(buf) - 1) >= 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	CHECK(n >= 0 || errno == ESRCH);
 	close(fd);
-	return strncmp(buf, "202 ", 4) == 0; /* SYS_futex on x86-64 */
+	return n > 0 && strncmp(buf, "202 ", 4) == 0; /* SYS_futex, x86-64 */
 }
 
 /* Until the forker is done, or has waited on a lock for 100 ms. */
