@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "attack.h"
 
@@ -126,8 +127,9 @@ ATTACK("11a", tls_gate_state,
  * work they rarely do, and it lands when the scheduler preempts the
  * signalled thread inside the window instead: up to 28 s measured with
  * both threads on one CPU (docs/attack-matrix.md, 11b). A race lost is no
- * proof that the window is closed, so the budget is generous, and below
- * the runner's 120 s per case. */
+ * proof that the window is closed, so the budget is generous: longer than
+ * the attack child's alarm() of 60 s (attack_run()), which the race
+ * re-arms, and below the runner's 120 s per case. */
 #define RACE_SECONDS 90
 
 static unsigned pkru_offset;
@@ -230,6 +232,7 @@ ATTACK("11b", frame_pkru,
 	/* The residual race: the forger writes from the handler's return
 	 * to sigreturn's XRSTOR, for up to RACE_SECONDS. */
 	race_on = true;
+	alarm(RACE_SECONDS + 10);
 	start = seconds_now();
 	end = start + RACE_SECONDS;
 	while (!landed && (tries % 1024 || seconds_now() < end)) {
