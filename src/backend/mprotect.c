@@ -352,10 +352,11 @@ static void page_span(const struct rw_seg *s, uintptr_t *start, size_t *len)
  * closed: the segments are the caller's, on its stack, and a segment moved
  * between the flips to another piece of a live region closed that piece
  * and left the opened one writable at rest (an outside review, 27g: a
- * pool's bookkeeping page after rare_free(), a list head's page). A segment that no longer
- * lies in the pieces opened for it aborts the write before its store.
+ * pool's bookkeeping page after rare_free(), a list head's page). A
+ * segment that no longer lies in the pieces opened for it aborts the write
+ * before its store.
  */
-#define MAX_WRITE_SEGS 4
+#define MAX_WRITE_SEGS 4 /* the list helpers write four links at once */
 static void mprotect_write(const struct rw_seg *segs, unsigned n)
 {
 	struct {
