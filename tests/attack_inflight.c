@@ -62,6 +62,14 @@
  * copied to the records' page after the records lock; the attacker makes
  * one window two, the outermost end leaves the thread's keys open (the
  * pkey cousin of 27d, found reading the code after 27d).
+ *
+ * 27i (every backend): a copy of another size than an aligned 1, 2, 4 or
+ * 8 bytes goes to the backend as a segment {region, dst, src, len, fill}
+ * on the stack, which the backend reads again after its lock and its
+ * system calls (mprotect: the open flip); the attacker makes a 3-byte
+ * copy 16 bytes long meanwhile, and the 13 bytes after the source land in
+ * the protected object next to the destination. Open on pkey, shadow,
+ * mprotect and process (pwrite's path keeps the length in registers).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -872,4 +880,58 @@ ATTACK("27h", inflight_holds,
 	if_trials(holds_trial, NULL,
 		  "a plain store landed after the window closed",
 		  "the keys closed at the end");
+}
+
+/* ---- 27i: mprotect's built write ---- */
+
+static struct {
+	char dst[8];
+	uint64_t next; /* another protected object on the page */
+} if_built __wr_rare __attribute__((aligned(64)));
+static struct {
+	char src[8];
+	uint64_t after; /* what a longer copy would take along */
+} if_built_src __attribute__((aligned(64)));
+
+static void *built_victim(void *arg)
+{
+	(void)arg;
+	for (long i = 0; i < IF_CALLS && !if_built.next; i++)
+		rare_write_memcpy(if_built.dst, if_built_src.src, 3);
+	return NULL;
+}
+
+/* {region, dst, src, 3, 0} on the victim's stack: 3 becomes 16. */
+__attribute__((no_sanitize_address)) static void *built_attacker(void *arg)
+{
+	const uint64_t dst = (uint64_t)(uintptr_t)if_built.dst;
+	const uint64_t src = (uint64_t)(uintptr_t)if_built_src.src;
+
+	(void)arg;
+	while (!ifl.done)
+		for (volatile uint64_t *p = ifl.lo; p + 2 < ifl.hi; p++)
+			if (p[0] == dst && p[1] == src && p[2] == 3) {
+				p[2] = 16;
+				ifl.stores++;
+			}
+	return NULL;
+}
+
+static int built_trial(void *arg)
+{
+	(void)arg;
+	memcpy(if_built_src.src, "abc", 3);
+	if_built_src.after = ATTACK_MARKER;
+	if_race(built_victim, if_attacker(built_attacker), NULL);
+	return if_built.next == ATTACK_MARKER ? IF_LANDED : IF_HELD;
+}
+
+ATTACK("27i", inflight_built,
+       "make the length of a 3-byte `rare_write_memcpy` segment on its "
+       "stack 16 while the backend opens: the copy runs over into the "
+       "next protected object")
+{
+	if_trials(built_trial, NULL,
+		  "the copy ran over into the next protected object",
+		  "the next object unchanged");
 }
