@@ -396,6 +396,25 @@ static void mprotect_write(const struct rw_seg *segs, unsigned n)
 	unlock();
 }
 
+/*
+ * The store of a built write: the call's own arguments, not the segment,
+ * which waits on the stack through mprotect(2) (27i: its length made 16
+ * for a 3-byte copy ran over into the next protected object); a segment
+ * that no longer says what the arguments say aborts.
+ */
+static void built_store(const char *call, const struct rw_seg *s, void *dst,
+			const void *src, size_t len, int fill)
+{
+	if (s->dst != dst || s->src != src || s->len != len ||
+	    (!src && s->fill != fill))
+		rw_die(call, dst,
+		       "the write's segment changed while its pages opened");
+	if (src)
+		rw_store(dst, src, len);
+	else
+		rw_fill(dst, fill, len);
+}
+
 /* The lock first, then the segment from the arguments (internal.h). */
 static __attribute__((noinline)) void mprotect_write_built(const char *call,
 							   void *dst,
@@ -409,11 +428,11 @@ static __attribute__((noinline)) void mprotect_write_built(const char *call,
 	lock();
 	rw_seg_make(&rw_backend_mprotect, call, dst, src, len, fill, &s);
 	if (control.open_windows) {
-		rw_seg_store(&s, dst);
+		built_store(call, &s, dst, src, len, fill);
 	} else {
 		page_span(&s, &start, &span);
 		flip(call, start, span, true);
-		rw_seg_store(&s, dst);
+		built_store(call, &s, dst, src, len, fill);
 		flip(call, start, span, false);
 	}
 	unlock();

@@ -228,10 +228,10 @@ shadow_refused(const char *call, void *dst, size_t len, long err)
  * say when munmap(2) failed: then the alias may still be mapped writable,
  * and the process dies rather than go on with it.
  */
-static void shadow_store_seg(const char *call, const struct rw_region *r,
-			     const struct rw_seg *s)
+static void shadow_store(const char *call, const struct rw_region *r, void *dst,
+			 const void *src, size_t len, int fill)
 {
-	uintptr_t a = (uintptr_t)s->dst, len = s->len;
+	uintptr_t a = (uintptr_t)dst;
 	uintptr_t first = a & ~(rw_page_size - 1);
 	uintptr_t last = (a + len + rw_page_size - 1) & ~(rw_page_size - 1);
 	long err;
@@ -240,24 +240,30 @@ static void shadow_store_seg(const char *call, const struct rw_region *r,
 	    (len == 1 || len == 2 || len == 4 || len == 8) && !(a % len)) {
 		uint64_t v = 0;
 
-		if (s->src)
-			memcpy(&v, s->src, len);
+		if (src)
+			memcpy(&v, src, len);
 		else /* the byte in each of the low @len bytes */
-			v = 0x0101010101010101ULL * (unsigned char)s->fill;
+			v = 0x0101010101010101ULL * (unsigned char)fill;
 		err = alias_store(r->fd, first - r->start, a - first, v, len);
 	} else {
 		const struct alias_job job = {.fd = r->fd,
 					      .off = first - r->start,
 					      .maplen = last - first,
 					      .at_off = a - first,
-					      .src = s->src,
+					      .src = src,
 					      .len = len,
-					      .fill = (unsigned char)s->fill};
+					      .fill = (unsigned char)fill};
 
 		err = alias_bulk(&job);
 	}
 	if (err)
-		shadow_refused(call, s->dst, len, err);
+		shadow_refused(call, dst, len, err);
+}
+
+static void shadow_store_seg(const char *call, const struct rw_region *r,
+			     const struct rw_seg *s)
+{
+	shadow_store(call, r, s->dst, s->src, s->len, s->fill);
 }
 
 /*
@@ -286,7 +292,12 @@ static __attribute__((noinline)) void shadow_write_built(const char *call,
 
 	rw_memfd_write_lock(false);
 	rw_seg_make(&rw_backend_shadow, call, dst, src, len, fill, &s);
-	shadow_store_seg(call, s.region, &s);
+	/* The call's own arguments, not the segment on the stack (27i: its
+	 * length rewritten ran a copy over into the next object); the
+	 * region is checked against them again, inline, right before. */
+	if (!rw_region_holds(s.region, &rw_backend_shadow, (uintptr_t)dst, len))
+		shadow_refused(call, dst, len, 0);
+	shadow_store(call, s.region, dst, src, len, fill);
 	rw_memfd_write_unlock();
 }
 
