@@ -384,6 +384,7 @@ ATTACK("25c", review3_answer_count,
 {
 	pthread_t a;
 	unsigned long stale = 0, i;
+	time_t end;
 	void *stack;
 
 	if (!r3_is_process())
@@ -407,7 +408,10 @@ ATTACK("25c", review3_answer_count,
 	}
 	attack_begin();
 	pthread_create(&a, NULL, r3c_attacker, NULL);
-	for (i = 1; i <= 200000 && stale < 100; i++) {
+	/* Each phase also stops after 20 s: under QEMU's TCG 200,000 round
+	 * trips ran past the child's 60 s alarm (check-vm). */
+	end = time(NULL) + 20;
+	for (i = 1; i <= 200000 && stale < 100 && time(NULL) < end; i++) {
 		rare_write(r3_lag, i);
 		if (attack_load64(&r3_lag) != i)
 			attack_report(ATTACK_OPEN,
@@ -434,7 +438,8 @@ ATTACK("25c", review3_answer_count,
 		/* Values whose low half (j <= 50000) is below any count now
 		 * (> 200000): the attacker's stores never hit the test's own
 		 * copies. */
-		for (j = 1; j <= 50000; j++) {
+		end = time(NULL) + 20;
+		for (j = 1; j <= 50000 && time(NULL) < end; j++) {
 			uint64_t v = R3C_HIGH | j;
 
 			rare_write(r3_lag, v);

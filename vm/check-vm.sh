@@ -13,7 +13,7 @@
 #   VM_KERNEL_PKG   package holding the kernel (default: the image package
 #                   linux-image-6.12-cloud-amd64 depends on, so mseal(2) is
 #                   there; falls back to linux-image-cloud-amd64)
-#   VM_TIMEOUT      seconds before the VM is killed (default 1200)
+#   VM_TIMEOUT      seconds before the VM is killed (default 2400)
 #   VM_SMP          virtual CPUs (default 2)
 set -eu
 
@@ -21,7 +21,7 @@ RUNNER=${1:?usage: vm/check-vm.sh path/to/static/runner [static/attack-matrix]}
 MATRIX=${2:-}
 VM=$(cd "$(dirname "$0")" && pwd)
 W=$VM/build
-TIMEOUT=${VM_TIMEOUT:-1200}
+TIMEOUT=${VM_TIMEOUT:-2400}
 SMP=${VM_SMP:-2}
 mkdir -p "$W"
 
