@@ -490,11 +490,70 @@ flip_store(uintptr_t first, size_t span, uintptr_t a, uint64_t v, size_t len,
 			 : "rdi", "rsi", "rdx", "rcx", "r11", "memory", "cc");
 	return err;
 }
+/*
+ * The same for a copy or fill of any other size (rep movsb, rep stosb):
+ * a free's zeroing, a list node, a 16-byte record. The destination, the
+ * source and the span stay in registers from the check to the second
+ * flip; in a segment on the stack they were rewritten through mprotect(2)
+ * (27b: a free zeroed another live object). No unit is promised whole to
+ * a concurrent reader here, as with memcpy(). 0 or -errno.
+ */
+static inline __attribute__((always_inline)) long
+flip_copy(uintptr_t first, size_t span, void *dst, const void *src, size_t len,
+	  uint64_t fill, long flip)
+{
+	long err;
+
+	__asm__ volatile(
+		"xor %%eax, %%eax\n\t"
+		"test %[flip], %[flip]\n\t"
+		"jz 1f\n\t"
+		"mov %[first], %%rdi\n\t"
+		"mov %[span], %%rsi\n\t"
+		"mov %[rw], %%edx\n\t"
+		"mov %[nr], %%eax\n\t"
+		"syscall\n\t"
+		"test %%rax, %%rax\n\t"
+		"jnz 9f\n"
+		"1:\tmov %[dst], %%rdi\n\t"
+		"mov %[len], %%rcx\n\t"
+		"test %[src], %[src]\n\t"
+		"jz 2f\n\t"
+		"mov %[src], %%rsi\n\t"
+		"rep movsb\n\t"
+		"jmp 3f\n"
+		"2:\tmov %[fill], %%rax\n\t"
+		"rep stosb\n"
+		"3:\txor %%eax, %%eax\n\t"
+		"test %[flip], %[flip]\n\t"
+		"jz 9f\n\t"
+		"mov %[first], %%rdi\n\t"
+		"mov %[span], %%rsi\n\t"
+		"mov %[ro], %%edx\n\t"
+		"mov %[nr], %%eax\n\t"
+		"syscall\n"
+		"9:"
+		: "=&a"(err)
+		: [flip] "r"(flip), [first] "r"(first), [span] "r"(span),
+		  [dst] "r"(dst), [src] "r"(src), [len] "r"(len),
+		  [fill] "r"(fill), [nr] "i"(SYS_mprotect),
+		  [rw] "i"(PROT_READ | PROT_WRITE), [ro] "i"(PROT_READ)
+		: "rdi", "rsi", "rdx", "rcx", "r11", "memory", "cc");
+	return err;
+}
 #else
 static long flip_store(uintptr_t first, size_t span, uintptr_t a, uint64_t v,
 		       size_t len, long flip)
 {
 	(void)first, (void)span, (void)a, (void)v, (void)len, (void)flip;
+	return -ENOSYS; /* never called: RW_RAWSYS_INLINE is 0 */
+}
+
+static long flip_copy(uintptr_t first, size_t span, void *dst, const void *src,
+		      size_t len, uint64_t fill, long flip)
+{
+	(void)first, (void)span, (void)dst, (void)src, (void)len, (void)fill,
+		(void)flip;
 	return -ENOSYS; /* never called: RW_RAWSYS_INLINE is 0 */
 }
 #endif
@@ -508,59 +567,87 @@ mprotect_refused(const char *call, void *dst, size_t len, long err)
 	rw_die(call, dst, "mprotect: %s", strerror((int)-err));
 }
 
+/* One aligned 1, 2, 4 or 8-byte unit. */
+static inline __attribute__((always_inline)) bool is_single(uintptr_t a,
+							    size_t len)
+{
+	return (len == 1 || len == 2 || len == 4 || len == 8) && !(a % len);
+}
+
+/* A source that overlaps the destination: memmove()'s job, a rep movsb
+ * forward copy would read what it already wrote. */
+static bool overlaps(const void *dst, const void *src, size_t len)
+{
+	uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
+
+	return src && s < d + len && d < s + len;
+}
+
 /*
- * An aligned 1, 2, 4 or 8-byte copy, the value loaded before the pages
- * open: from the core's check to the store, region, destination, value
- * and the flipped span stay in registers (rawsys.h: the lock, the check
+ * A write from the core's check to the store with region, destination,
+ * source and the flipped span in registers (rawsys.h: the lock, the check
  * and both mprotect(2) calls inline), so no callee saves them where
- * another thread can rewrite them between the flips (15a). Other writes
- * build a segment.
+ * another thread can rewrite them between the flips (15a, 27b). An
+ * aligned 1, 2, 4 or 8-byte copy or fill is one store, its value loaded
+ * before the pages open; any other size is one rep movsb or stosb. Only
+ * an overlapping copy builds a segment.
  */
 static void mprotect_write_one(const struct rw_region *r, const char *call,
 			       void *dst, const void *src, size_t len, int fill)
 {
 	uintptr_t a = (uintptr_t)dst, first, last, piece;
-	uint64_t v;
-	long err;
+	/* A fill's byte in every byte: rep stosb stores the low one. */
+	uint64_t v = 0x0101010101010101ULL * (unsigned char)fill;
+	long err, flip;
 
-	if (!RW_RAWSYS_INLINE || !src ||
-	    (len != 1 && len != 2 && len != 4 && len != 8) || a % len) {
+	if (!RW_RAWSYS_INLINE || overlaps(dst, src, len)) {
 		mprotect_write_built(call, dst, src, len, fill);
 		return;
 	}
-	switch (len) {
-	case 1:
-		v = *(const volatile uint8_t *)src;
-		break;
-	case 2:
-		v = *(const volatile uint16_t *)src;
-		break;
-	case 4:
-		v = *(const volatile uint32_t *)src;
-		break;
-	default:
-		v = *(const volatile uint64_t *)src;
+	if (is_single(a, len) && src) {
+		switch (len) {
+		case 1:
+			v = *(const volatile uint8_t *)src;
+			break;
+		case 2:
+			v = *(const volatile uint16_t *)src;
+			break;
+		case 4:
+			v = *(const volatile uint32_t *)src;
+			break;
+		default:
+			v = *(const volatile uint64_t *)src;
+		}
 	}
 	rw_in_register(r);
 	rw_in_register(a);
+	rw_in_register(src);
 	rw_in_register(v);
 	rw_in_register(len);
 	lock();
 	if (!rw_region_holds(r, &rw_backend_mprotect, a, len)) {
 		unlock();
-		mprotect_refused(call, dst, len, 0);
+		mprotect_refused(call, (void *)a, len, 0);
 	}
 	piece = r->priv ? r->priv : RW_RAWSYS_PAGE;
 	first = (a - r->start) / piece * piece;
 	last = (a - r->start + len + piece - 1) / piece * piece;
 	if (last > r->len)
 		last = r->len;
-	err = flip_store(
-		r->start + first, last - first, a, v, len,
-		!__atomic_load_n(&control.open_windows, __ATOMIC_RELAXED));
+	flip = !__atomic_load_n(&control.open_windows, __ATOMIC_RELAXED);
+	/* Which store, from the registers again: a flag the compiler keeps
+	 * on the stack through the lock's wait is the attacker's to flip. */
+	rw_in_register(a);
+	rw_in_register(len);
+	if (is_single(a, len))
+		err = flip_store(r->start + first, last - first, a, v, len,
+				 flip);
+	else
+		err = flip_copy(r->start + first, last - first, (void *)a, src,
+				len, v, flip);
 	unlock();
 	if (err)
-		mprotect_refused(call, dst, len, err);
+		mprotect_refused(call, (void *)a, len, err);
 }
 
 /* Add @delta windows to the calling thread, flipping every region when
