@@ -69,7 +69,8 @@
  * system calls (mprotect: the open flip); the attacker makes a 3-byte
  * copy 16 bytes long meanwhile, and the 13 bytes after the source land in
  * the protected object next to the destination. Open on pkey, shadow,
- * mprotect and process (pwrite's path keeps the length in registers).
+ * mprotect and process before (pwrite's path keeps the length in
+ * registers); now open on process only.
  */
 #define _GNU_SOURCE
 #include <errno.h>
