@@ -70,7 +70,7 @@
  * copy 16 bytes long meanwhile, and the 13 bytes after the source land in
  * the protected object next to the destination. Open on pkey, shadow,
  * mprotect and process before (pwrite's path keeps the length in
- * registers); now open on process only.
+ * registers); blocked on every backend since.
  */
 #define _GNU_SOURCE
 #include <errno.h>

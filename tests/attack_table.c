@@ -108,6 +108,6 @@ const struct attack_expect attack_table[] = {
 	{"27f", {B, NA, NA, B, NA}},
 	{"27g", {NA, NA, NA, B, NA}},
 	{"27h", {B, NA, NA, NA, NA}},
-	{"27i", {B, B, B, B, O}},
+	{"27i", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

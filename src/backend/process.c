@@ -37,7 +37,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
-#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -56,6 +55,7 @@
 #include "process_helper.h"
 #include "process_ring.h"
 #include "../rawsys.h"
+#include "../reglock.h"
 
 /* This backend's ops table (at the end), listed in backends.c. */
 extern const struct rw_backend rw_backend_process RW_HIDDEN;
@@ -119,10 +119,13 @@ static uint64_t req_seq;
 /* Where the helper last answered from: a hint (see poll_first()). */
 static uint32_t helper_cpu = UINT32_MAX;
 
-/* Writers hold it shared; fork holds it exclusive. */
-static pthread_rwlock_t write_lock = PTHREAD_RWLOCK_INITIALIZER;
-/* One request in flight: its sender takes the next reply. */
-static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Writers hold it shared; fork holds it exclusive. Both locks are words of
+ * reglock.h, taken inline: pthread's save the caller's registers in their
+ * frames through the wait, and a write's length rewritten there went to
+ * the helper checked (27i). */
+static uint32_t write_lock;
+/* One request in flight: its sender takes the next reply. Held exclusive. */
+static uint32_t req_lock;
 
 /* A waiting thread wakes this often to check that the helper still lives. */
 #define LIVENESS_MS 50
@@ -384,7 +387,7 @@ ctl(const char *call, const void *addr, uint32_t op, uint64_t id,
 	struct msghdr mh;
 	int err;
 
-	pthread_mutex_lock(&req_lock);
+	rw_reglock_write(&req_lock);
 	if (fd >= 0)
 		peer_check(call, addr);
 	m = (struct prw_msg){.op = op,
@@ -421,7 +424,7 @@ ctl(const char *call, const void *addr, uint32_t op, uint64_t id,
 			       "memfd than the region's (descriptor %d)",
 			       fd);
 	}
-	pthread_mutex_unlock(&req_lock);
+	rw_reglock_write_unlock(&req_lock);
 	return err;
 }
 
@@ -758,6 +761,8 @@ struct req {
 	struct iovec iov[REQ_SEGS + 1];
 	unsigned nseg, niov;
 	size_t data;
+	const void *addr; /* for messages: the call's first destination */
+	bool waited;	  /* see req_add() */
 };
 
 /* Send @q as one request; it is applied whole, or the call dies. req_lock
@@ -789,63 +794,74 @@ static void req_flush(const char *call, const void *addr, struct req *q)
 }
 
 /*
- * @n segments as few requests as the message limits allow, in order. A
- * request is applied whole; a write larger than one message (PRW_MAX_DATA)
- * is applied in pieces, each in order, as separate writes would be.
+ * A write of @total bytes at @dst (from @src, or filled with @fill) into
+ * @q, flushed as the message limits require. A request is applied whole;
+ * a write larger than one message (PRW_MAX_DATA) is applied in pieces,
+ * each in order, as separate writes would be.
  *
- * @waited: the segments were checked before a lock wait (the core's
- * checks, then write_lock and req_lock): each piece is checked again
- * against the region table as it goes into the request, as is every piece
- * after a request of this call was sent and answered (a wait, with the
- * segments and the loop's state on the stack).
+ * @q->waited: the write was checked before a lock wait (the core's checks,
+ * then write_lock and req_lock): each piece is checked again against the
+ * region table as it goes into the request, as is every piece after a
+ * request of this call was sent and answered (a wait, with the arguments
+ * and the loop's state saved on the stack).
  */
+static void req_add(const char *call, struct req *q, uintptr_t dst,
+		    const void *src, size_t total, int fill)
+{
+	for (size_t off = 0; off < total;) {
+		size_t len = total - off;
+
+		if (q->nseg == REQ_SEGS ||
+		    (src && len > data_max() - q->data && q->nseg)) {
+			req_flush(call, q->addr, q);
+			q->waited = true;
+		}
+		if (src && len > data_max() - q->data) {
+			/* Alone, and still too big: the piece ends on an
+			 * 8-byte boundary, so no aligned word is split over
+			 * two requests (torn, 14b). */
+			uintptr_t at = dst + off;
+
+			len = ((at + data_max()) & ~(uintptr_t)7) - at;
+		}
+		if (q->waited)
+			seg_recheck(call, dst + off, len);
+		q->head.segs[q->nseg++] = (struct prw_seg){
+			.dst = dst + off,
+			.len = len,
+			.flags = src ? 0 : PRW_SEG_FILL,
+			.fill = fill,
+		};
+		if (src) {
+			q->iov[q->niov++] = (struct iovec){
+				(void *)((const char *)src + off), len};
+			q->data += len;
+		}
+		off += len;
+	}
+}
+
+static void req_init(struct req *q, const void *addr, bool waited)
+{
+	memset(&q->head.m, 0, sizeof(q->head.m));
+	q->nseg = 0;
+	q->niov = 1;
+	q->data = 0;
+	q->addr = addr;
+	q->waited = waited;
+}
+
+/* @n segments as few requests as the message limits allow, in order. */
 static void submit(const char *call, const struct rw_seg *segs, unsigned n,
 		   bool waited)
 {
-	const void *addr = segs[0].dst;
 	struct req q;
 
-	memset(&q.head.m, 0, sizeof(q.head.m));
-	q.nseg = 0;
-	q.niov = 1;
-	q.data = 0;
-	for (unsigned i = 0; i < n; i++) {
-		const struct rw_seg *g = &segs[i];
-
-		for (size_t off = 0; off < g->len;) {
-			size_t len = g->len - off;
-
-			if (q.nseg == REQ_SEGS ||
-			    (g->src && len > data_max() - q.data && q.nseg)) {
-				req_flush(call, addr, &q);
-				waited = true;
-			}
-			if (g->src && len > data_max() - q.data) {
-				/* Alone, and still too big: the piece ends on
-				 * an 8-byte boundary, so no aligned word is
-				 * split over two requests (torn, 14b). */
-				uintptr_t at = (uintptr_t)g->dst + off;
-
-				len = ((at + data_max()) & ~(uintptr_t)7) - at;
-			}
-			if (waited)
-				seg_recheck(call, (uintptr_t)g->dst + off, len);
-			q.head.segs[q.nseg++] = (struct prw_seg){
-				.dst = (uintptr_t)g->dst + off,
-				.len = len,
-				.flags = g->src ? 0 : PRW_SEG_FILL,
-				.fill = g->fill,
-			};
-			if (g->src) {
-				q.iov[q.niov++] = (struct iovec){
-					(void *)((const char *)g->src + off),
-					len};
-				q.data += len;
-			}
-			off += len;
-		}
-	}
-	req_flush(call, addr, &q);
+	req_init(&q, segs[0].dst, waited);
+	for (unsigned i = 0; i < n; i++)
+		req_add(call, &q, (uintptr_t)segs[i].dst, segs[i].src,
+			segs[i].len, segs[i].fill);
+	req_flush(call, q.addr, &q);
 }
 
 /* @recheck: the segments are a caller's, checked before the locks (not a
@@ -853,27 +869,33 @@ static void submit(const char *call, const struct rw_seg *segs, unsigned n,
 static void process_write_call(const char *call, const struct rw_seg *segs,
 			       unsigned n, bool recheck)
 {
-	pthread_rwlock_rdlock(&write_lock);
-	pthread_mutex_lock(&req_lock);
+	rw_reglock_read(&write_lock);
+	rw_reglock_write(&req_lock);
 	submit(call, segs, n, recheck);
-	pthread_mutex_unlock(&req_lock);
-	pthread_rwlock_unlock(&write_lock);
+	rw_reglock_write_unlock(&req_lock);
+	rw_reglock_read_unlock(&write_lock);
 }
 
-/* The locks first, then the segment from the arguments (internal.h). */
+/* The locks first (inline: the arguments stay in registers through their
+ * waits), then the arguments checked against the table and put straight
+ * into the request: no segment on the stack between the check and the
+ * request (27i: a 3-byte copy made 16 there ran over into the next
+ * protected object). */
 static void process_write_one(const struct rw_region *r, const char *call,
 			      void *dst, const void *src, size_t len, int fill)
 {
-	struct rw_seg s;
+	struct req q;
 
-	(void)r; /* rw_seg_make() finds it again under the locks */
-
-	pthread_rwlock_rdlock(&write_lock);
-	pthread_mutex_lock(&req_lock);
-	rw_seg_make(&rw_backend_process, call, dst, src, len, fill, &s);
-	submit(call, &s, 1, false);
-	pthread_mutex_unlock(&req_lock);
-	pthread_rwlock_unlock(&write_lock);
+	(void)r; /* found again under the locks */
+	rw_reglock_read(&write_lock);
+	rw_reglock_write(&req_lock);
+	if (rw_region_of(call, dst, len)->backend != &rw_backend_process)
+		rw_seg_moved(call, dst);
+	req_init(&q, dst, false);
+	req_add(call, &q, (uintptr_t)dst, src, len, fill);
+	req_flush(call, dst, &q);
+	rw_reglock_write_unlock(&req_lock);
+	rw_reglock_read_unlock(&write_lock);
 }
 
 static void process_write(const struct rw_seg *segs, unsigned n)
@@ -901,12 +923,12 @@ static void process_unmap(struct rw_region *r, void *view, void *addr,
 
 static void process_fork_prepare(void)
 {
-	pthread_rwlock_wrlock(&write_lock);
+	rw_reglock_write(&write_lock);
 }
 
 static void process_fork_parent(void)
 {
-	pthread_rwlock_unlock(&write_lock);
+	rw_reglock_write_unlock(&write_lock);
 }
 
 static void process_fork_child(void)
@@ -940,8 +962,9 @@ static void process_fork_child(void)
 		close(r->fd);
 		r->fd = fd;
 	}
-	pthread_rwlock_init(&write_lock, NULL);
-	pthread_mutex_init(&req_lock, NULL);
+	/* Only this thread runs in the child: nobody holds or waits. */
+	write_lock = 0;
+	req_lock = 0;
 	err = helper_start();
 	if (err)
 		rw_die("fork", NULL,
