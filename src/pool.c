@@ -249,7 +249,19 @@ int rare_pool_set_name(struct rare_pool *pool, const char *name)
 		memcpy(copy, name, len);
 	}
 	pool_lock();
-	meta_write(r, pool->name, copy, sizeof(copy));
+	/* The write's segment waits on the stack for the backend, which
+	 * checks only that it lies in the pool's region: moved to a live
+	 * object, the name went over it (27j). So an unchanged name is not
+	 * written, and a changed one must read back. */
+	if (memcmp(pool->name, copy, sizeof(copy))) {
+		meta_write(r, pool->name, copy, sizeof(copy));
+		if (memcmp(pool->name, copy, sizeof(copy))) {
+			pool_unlock();
+			rw_die("rare_pool_set_name", pool,
+			       "the name was not written to the pool's head (a "
+			       "store into the caller's stack?)");
+		}
+	}
 	pool_unlock();
 	return 0;
 }

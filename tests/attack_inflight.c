@@ -71,6 +71,11 @@
  * the protected object next to the destination. Open on pkey, shadow,
  * mprotect and process before (pwrite's path keeps the length in
  * registers); blocked on every backend since.
+ *
+ * 27j (every backend): rare_pool_set_name() writes the name into the
+ * pool's head through a segment {region, name, copy, 32} on the stack,
+ * which the backend checks only against the pool's region; the attacker
+ * points it at a live object of the pool, which the name overwrites.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -935,4 +940,65 @@ ATTACK("27i", inflight_built,
 	if_trials(built_trial, NULL,
 		  "the copy ran over into the next protected object",
 		  "the next object unchanged");
+}
+
+/* ---- 27j: rare_pool_set_name() ---- */
+
+static struct {
+	struct rare_pool *pool;
+	volatile uint64_t *table; /* a live object of the pool */
+	uint64_t name_at;	  /* where the pool's head keeps its name */
+} ifn;
+
+static void *name_victim(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < IF_CALLS && ifn.table[0] == IF_MAGIC; i++)
+		if (rare_pool_set_name(ifn.pool, i & 1 ? "handlers-odd"
+						       : "handlers-even"))
+			break;
+	return NULL;
+}
+
+/* {region, name, copy, RARE_POOL_NAME_MAX}: the name's place becomes the
+ * table's. */
+__attribute__((no_sanitize_address)) static void *name_attacker(void *arg)
+{
+	(void)arg;
+	while (!ifl.done)
+		for (volatile uint64_t *p = ifl.lo; p + 2 < ifl.hi; p++)
+			if (p[0] == ifn.name_at && p[2] == RARE_POOL_NAME_MAX) {
+				p[0] = (uint64_t)(uintptr_t)ifn.table;
+				ifl.stores++;
+			}
+	return NULL;
+}
+
+static int name_trial(void *arg)
+{
+	static const char probe[] = "probe-27j";
+	const uint64_t magic = IF_MAGIC;
+	const char *at;
+
+	(void)arg;
+	ifn.pool = rare_pool_create(1 << 16);
+	ifn.table = ifn.pool ? rare_alloc(ifn.pool, 32) : NULL;
+	if (!ifn.table || rare_pool_set_name(ifn.pool, probe))
+		return IF_BROKEN;
+	rare_write_memcpy((void *)ifn.table, &magic, sizeof(magic));
+	/* The pool's head is readable: find the name in it. */
+	at = memmem(ifn.pool, 4096, probe, sizeof(probe));
+	if (!at)
+		return IF_BROKEN;
+	ifn.name_at = (uint64_t)(uintptr_t)at;
+	if_race(name_victim, if_attacker(name_attacker), NULL);
+	return ifn.table[0] == IF_MAGIC ? IF_HELD : IF_LANDED;
+}
+
+ATTACK("27j", inflight_set_name,
+       "point the name `rare_pool_set_name` writes into the pool's head (a "
+       "segment on its stack) at a live object of the pool")
+{
+	if_trials(name_trial, NULL, "the pool's name went over a live object",
+		  "the live object unchanged");
 }
