@@ -71,6 +71,33 @@ pool_region(const char *call, const struct rare_pool *pool)
 	pool_refused(call, pool);
 }
 
+/*
+ * A new pool's head, read back after its write: the one its region (the
+ * table's record) implies, or abort. The head and its segment wait on the
+ * stack for the backend, which checks only that the segment lies in the
+ * region: a store there moved the head into the object pages or gave it
+ * another pool's object pages (27k). Compared field by field with values
+ * computed here, not with an expected head built on the stack, which the
+ * same store rewrites.
+ */
+static void head_verify(const struct rw_region *r)
+{
+	const struct rare_pool *pool = (const struct rare_pool *)r->start;
+	bool ok = pool->magic == POOL_MAGIC && pool->objects == r->user_start &&
+		  pool->nr_pages ==
+			  (r->start + r->len - r->user_start) / rw_page_size &&
+		  !pool->bump;
+
+	for (size_t i = 0; i < sizeof(pool->name); i++)
+		ok = ok && !pool->name[i];
+	for (unsigned c = 0; c < NR_CLASSES; c++)
+		ok = ok && pool->hint[c] == UINT32_MAX;
+	if (!ok)
+		rw_die("rare_pool_create", pool,
+		       "the pool's head is not the one its region implies (a "
+		       "store into the caller's stack?)");
+}
+
 struct rare_pool *rare_pool_create(size_t capacity)
 {
 	return rare_pool_create_with(capacity, NULL);
@@ -79,13 +106,15 @@ struct rare_pool *rare_pool_create(size_t capacity)
 struct rare_pool *rare_pool_create_with(size_t capacity,
 					const struct rare_pool_opts *opts)
 {
-	struct rare_pool head = {.magic = POOL_MAGIC};
+	struct rare_pool head;
 	const struct rw_backend *b = NULL;
 	size_t meta_len;
 	struct rw_region *r;
 	struct rw_seg seg;
 	int err;
 
+	memset(&head, 0, sizeof(head));
+	head.magic = POOL_MAGIC;
 	if (opts && (opts->flags & ~RARE_POOL_SEAL)) {
 		errno = EINVAL;
 		return NULL;
@@ -119,6 +148,7 @@ struct rare_pool *rare_pool_create_with(size_t capacity,
 			      .src = &head,
 			      .len = sizeof(head)};
 	rw_write(&seg, 1);
+	head_verify(r);
 	return (struct rare_pool *)r->start;
 }
 

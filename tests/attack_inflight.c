@@ -76,6 +76,11 @@
  * pool's head through a segment {region, name, copy, 32} on the stack,
  * which the backend checks only against the pool's region; the attacker
  * points it at a live object of the pool, which the name overwrites.
+ *
+ * 27k (every backend): rare_pool_create() writes the new pool's head
+ * {magic, name, nr_pages, objects, ...} from its stack; the attacker makes
+ * its object pages another pool's, whose objects the new pool then hands
+ * out.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -1001,4 +1006,66 @@ ATTACK("27j", inflight_set_name,
 {
 	if_trials(name_trial, NULL, "the pool's name went over a live object",
 		  "the live object unchanged");
+}
+
+/* ---- 27k: rare_pool_create()'s head ---- */
+
+static struct {
+	uint64_t magic;		  /* a pool head's first word */
+	uintptr_t table_page;	  /* the object page of another pool */
+	volatile uintptr_t stray; /* an object handed out outside its pool */
+} ifp;
+
+static void *create_victim(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < IF_CALLS / 10 && !ifp.stray; i++) {
+		struct rare_pool *pool = rare_pool_create(1 << 16);
+		uintptr_t o = pool ? (uintptr_t)rare_alloc(pool, 32) : 0;
+
+		if (o && (o < (uintptr_t)pool ||
+			  o >= (uintptr_t)pool + (1 << 16) + (64 << 10)))
+			ifp.stray = o;
+		rare_pool_destroy(pool);
+	}
+	return NULL;
+}
+
+/* {magic, name (zero), nr_pages, objects, ...}: the new pool's object
+ * pages become the other pool's. */
+__attribute__((no_sanitize_address)) static void *create_attacker(void *arg)
+{
+	(void)arg;
+	while (!ifl.done)
+		for (volatile uint64_t *p = ifl.lo; p + 7 < ifl.hi; p++)
+			if (p[0] == ifp.magic && !p[1] && !p[2] && !p[3] &&
+			    !p[4] && p[5] && p[6] && p[6] != ifp.table_page) {
+				p[6] = ifp.table_page;
+				ifl.stores++;
+			}
+	return NULL;
+}
+
+static int create_trial(void *arg)
+{
+	struct rare_pool *other = rare_pool_create(1 << 16);
+	uint64_t *table = other ? rare_alloc(other, 32) : NULL;
+
+	(void)arg;
+	if (!table)
+		return IF_BROKEN;
+	memcpy(&ifp.magic, other, sizeof(ifp.magic));
+	ifp.table_page = (uintptr_t)table & ~(uintptr_t)4095;
+	ifp.stray = 0;
+	if_race(create_victim, if_attacker(create_attacker), NULL);
+	return ifp.stray ? IF_LANDED : IF_HELD;
+}
+
+ATTACK("27k", inflight_create,
+       "point the object pages of the head `rare_pool_create` writes (on "
+       "its stack) at another pool's: its objects are the other's")
+{
+	if_trials(create_trial, NULL,
+		  "a new pool handed out an object of another pool",
+		  "every object inside its own pool");
 }
