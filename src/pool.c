@@ -505,34 +505,33 @@ static size_t object_size(const char *call, struct rare_pool *pool, void *obj)
 
 void *rare_realloc(struct rare_pool *pool, void *obj, size_t size)
 {
-	struct rw_region *r;
-	struct rw_seg seg;
 	size_t old;
 	void *n;
 
 	if (!obj)
 		return rare_alloc(pool, size);
-	r = pool_region("rare_realloc", pool);
+	pool_region("rare_realloc", pool);
 	old = object_size("rare_realloc", pool, obj);
 	if (!size) {
 		errno = EINVAL;
 		return NULL;
 	}
+	/* Both writes through the public write path (write_one: the
+	 * arguments in registers to the store), not a segment on the stack
+	 * that a backend reads after its locks (27l: the copy moved to
+	 * another live object of the pool). */
 	if (size <= old) {
 		/* Shrinking in place: the bytes given up read as zero, as
 		 * they would in a fresh object grown back later. */
-		seg = (struct rw_seg){.region = r,
-				      .dst = (char *)obj + size,
-				      .len = old - size};
-		if (seg.len)
-			rw_write(&seg, 1);
+		if (old > size)
+			rw_write_args("rare_realloc", (char *)obj + size, NULL,
+				      old - size, 0);
 		return obj;
 	}
 	n = rare_alloc(pool, size);
 	if (!n)
 		return NULL; /* errno ENOMEM; @obj is untouched */
-	seg = (struct rw_seg){.region = r, .dst = n, .src = obj, .len = old};
-	rw_write(&seg, 1);
+	rw_write_args("rare_realloc", n, obj, old, 0);
 	rare_free(pool, obj);
 	return n;
 }

@@ -81,6 +81,10 @@
  * {magic, name, nr_pages, objects, ...} from its stack; the attacker makes
  * its object pages another pool's, whose objects the new pool then hands
  * out.
+ *
+ * 27l (every backend): rare_realloc() copied the old object into the
+ * grown one through a segment {region, new, old, 16} on its stack; the
+ * attacker points the new object's place at another live object.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -1068,4 +1072,69 @@ ATTACK("27k", inflight_create,
 	if_trials(create_trial, NULL,
 		  "a new pool handed out an object of another pool",
 		  "every object inside its own pool");
+}
+
+/* ---- 27l: rare_realloc() ---- */
+
+static struct {
+	struct rare_pool *pool;
+	volatile uint64_t *table; /* a live object of the pool */
+	volatile uint64_t moving; /* the object being grown */
+} ifr;
+
+static void *realloc_victim(void *arg)
+{
+	const uint64_t v[2] = {0x5a5a5a5a5a5a5a5aULL, 1};
+
+	(void)arg;
+	for (int i = 0; i < IF_CALLS && ifr.table[0] == IF_MAGIC; i++) {
+		void *o = rare_alloc(ifr.pool, 16), *n;
+
+		if (!o)
+			break;
+		rare_write_memcpy(o, v, sizeof(v));
+		ifr.moving = (uint64_t)(uintptr_t)o;
+		n = rare_realloc(ifr.pool, o, 32);
+		rare_free(ifr.pool, n ? n : o);
+	}
+	return NULL;
+}
+
+/* {region, new object, old object, 16}: the copy goes to the table. */
+__attribute__((no_sanitize_address)) static void *realloc_attacker(void *arg)
+{
+	const uint64_t table = (uint64_t)(uintptr_t)ifr.table;
+
+	(void)arg;
+	while (!ifl.done)
+		for (volatile uint64_t *p = ifl.lo; p + 2 < ifl.hi; p++)
+			if (p[1] == ifr.moving && p[2] == 16 && p[0] &&
+			    p[0] != table && p[0] != p[1]) {
+				p[0] = table;
+				ifl.stores++;
+			}
+	return NULL;
+}
+
+static int realloc_trial(void *arg)
+{
+	const uint64_t magic = IF_MAGIC;
+
+	(void)arg;
+	ifr.pool = rare_pool_create(1 << 16);
+	ifr.table = ifr.pool ? rare_alloc(ifr.pool, 32) : NULL;
+	if (!ifr.table)
+		return IF_BROKEN;
+	rare_write_memcpy((void *)ifr.table, &magic, sizeof(magic));
+	if_race(realloc_victim, if_attacker(realloc_attacker), NULL);
+	return ifr.table[0] == IF_MAGIC ? IF_HELD : IF_LANDED;
+}
+
+ATTACK("27l", inflight_realloc,
+       "point the copy `rare_realloc` makes into the grown object (a "
+       "segment on its stack) at another live object of the pool")
+{
+	if_trials(realloc_trial, NULL,
+		  "the grown object's copy went over a live object",
+		  "the live object unchanged");
 }
