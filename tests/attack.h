@@ -109,6 +109,17 @@ bool attack_try_store64(void *addr, uint64_t v);
 bool attack_race(void *addr, uint64_t v, void (*fn)(void *), void *arg,
 		 double seconds);
 
+/* A race's or a wait's budget of @seconds, as the scenario should use it:
+ * @seconds, unless RAREWRITE_TEST_RACE_SCALE=F (0 < F <= 1) is set and the
+ * table expects this scenario blocked on this backend; then F * @seconds,
+ * and never below 1 s. A blocked cell runs its races to the end, so the
+ * scale shortens those, and only those: a race that must land keeps its
+ * whole budget (it stops when it lands), a blocked one still runs and
+ * still fails when it lands. For the lanes that repeat the suite on
+ * another build (make check-asan, the package's autopkgtest, check-vm);
+ * make check keeps the full budgets. attack_race() applies it itself. */
+double attack_budget(double seconds);
+
 /* Address of a file-local object of the library (from its ELF symbol table;
  * test-only, no API), or NULL. TLS symbols give the calling thread's copy. */
 void *attack_lib_sym(const char *name);

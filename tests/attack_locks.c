@@ -449,7 +449,7 @@ static enum round attack_round(const struct lock_case *lc, unsigned nth,
 		ptrace(PTRACE_DETACH, tid, 0, 0);
 		put(p.go[1], "g", 1);
 	}
-	if (wait_fd(p.verdict[0], 5000)) {
+	if (wait_fd(p.verdict[0], (int)(attack_budget(5.0) * 1000))) {
 		get(p.verdict[0], &v, 1);
 		get(p.verdict[0], result, sizeof(result));
 	} else {

@@ -672,7 +672,7 @@ ATTACK("25e", review3_resethand_handler,
 		}
 		/* 2,000 signals, or 12 s on a loaded machine (the child's
 		 * alarm ends it at 60 s: 25e once ran past it under ASan). */
-		time_t end = time(NULL) + 12;
+		time_t end = time(NULL) + (time_t)attack_budget(12);
 
 		for (unsigned i = 0;
 		     i < 2000 && !r3e_gadget_ran && time(NULL) < end; i++) {

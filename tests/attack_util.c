@@ -39,6 +39,8 @@ struct report {
 	char note[200];
 };
 static struct report *report;
+/* In the attack child: the factor of attack_budget() (set by attack_run()). */
+static double budget_scale = 1.0;
 
 const char *attack_result_name(enum attack_result r)
 {
@@ -166,7 +168,7 @@ bool attack_race(void *addr, uint64_t v, void (*fn)(void *), void *arg,
 		 double seconds)
 {
 	struct race r = {addr, v, false, false};
-	double end = now() + seconds;
+	double end = now() + attack_budget(seconds);
 	pthread_t t;
 
 	if (pthread_create(&t, NULL, racer, &r))
@@ -466,6 +468,32 @@ bool attack_lib_code(const void *addr)
 
 /* ---- running a scenario ---- */
 
+/* RAREWRITE_TEST_RACE_SCALE for scenario @id on @backend (attack_budget()):
+ * 1 unless it is set and the table expects the scenario blocked here. A
+ * value that is not a number in (0, 1] is an error, never ignored. */
+static double race_scale(const char *id, const char *backend)
+{
+	const char *env = getenv("RAREWRITE_TEST_RACE_SCALE");
+	char *end;
+	double f;
+
+	if (!env || !*env)
+		return 1.0;
+	f = strtod(env, &end);
+	if (*end || !(f > 0.0 && f <= 1.0))
+		attack_report(ATTACK_ERROR,
+			      "RAREWRITE_TEST_RACE_SCALE=%s: not in (0, 1]",
+			      env);
+	return attack_expected(id, backend) == ATTACK_BLOCKED ? f : 1.0;
+}
+
+double attack_budget(double seconds)
+{
+	double s = seconds * budget_scale;
+
+	return s < 1.0 && seconds > 1.0 ? 1.0 : s;
+}
+
 enum attack_result attack_run(const struct attack *a, char *note,
 			      size_t note_len, char *backend,
 			      size_t backend_len)
@@ -502,6 +530,7 @@ enum attack_result attack_run(const struct attack *a, char *note,
 		if (err)
 			attack_report(ATTACK_ERROR, "rare_write_init: %s",
 				      strerror(-err));
+		budget_scale = race_scale(a->id, report->backend);
 		a->fn();
 		attack_report(ATTACK_ERROR, "scenario returned no verdict");
 	}

@@ -23,6 +23,11 @@
 #     chroot), so the system library never shadows the tree's build in
 #     other lanes.
 # DEB_MIRROR: the archive for the chroot (default: deb.debian.org).
+# DEB_RACE_SCALE: RAREWRITE_TEST_RACE_SCALE (tests/attack.h) for the suite
+# of the build (1) and of autopkgtest (5): the races of the cells the attack
+# table expects blocked run this part of their budget (default 0.25; make
+# check has run them whole; 1: whole here too). Every race still runs and
+# still fails when it lands.
 set -eu
 B=$1
 top=$(pwd)
@@ -31,6 +36,7 @@ ver=$(dpkg-parsechangelog -S Version)
 name=librarewrite-${ver%-*}
 mirror=${DEB_MIRROR:-http://deb.debian.org/debian}
 suite=bookworm
+race_scale=${DEB_RACE_SCALE:-0.25}
 [ "$(id -u)" = 0 ] || { echo "check-deb: run as root (chroot, dpkg -i)"; exit 1; }
 # The tools of this lane (make check's are Build-Depends, in the chroot).
 need=
@@ -85,10 +91,11 @@ build_dep() {
 }
 build_dep || { sleep 30 && build_dep; } || failed "$out/build-dep.log" "apt-get build-dep failed"
 chown -R nobody:nogroup "$root/build"
-step "dpkg-buildpackage -us -uc -b in the chroot, user nobody, no network, tests on (log: $B/deb/build.log)"
+step "dpkg-buildpackage -us -uc -b in the chroot, user nobody, no network, tests on, race scale $race_scale (log: $B/deb/build.log)"
 unshare --net --mount --pid --fork --mount-proc="$root/proc" \
 	chroot --userspec=nobody:nogroup "$root" \
 	env -i PATH=/usr/bin:/bin HOME=/build LANG=C.UTF-8 \
+	RAREWRITE_TEST_RACE_SCALE="$race_scale" \
 	sh -c "cd /build/$name && dpkg-buildpackage -us -uc -b" >"$out/build.log" 2>&1 ||
 	failed "$out/build.log" "dpkg-buildpackage failed"
 grep -E '^[0-9]+ passed, 0 failed' "$out/build.log" >/dev/null || failed "$out/build.log" "the test step did not run"
@@ -186,9 +193,10 @@ dpkg -i "$out/first/"librarewrite0_*.deb "$out/first/"librarewrite0-dbgsym_*.deb
 	"$out/first/"librarewrite-dev_*.deb
 
 # -B: the packages just installed, not a build of its own; null: here.
-step "autopkgtest (debian/tests, log: $B/deb/autopkgtest.log)"
+step "autopkgtest (debian/tests, race scale $race_scale, log: $B/deb/autopkgtest.log)"
 rc=0
-autopkgtest -B --output-dir "$out/autopkgtest" "$src" -- null >"$out/autopkgtest.log" 2>&1 || rc=$?
+autopkgtest -B --env="RAREWRITE_TEST_RACE_SCALE=$race_scale" \
+	--output-dir "$out/autopkgtest" "$src" -- null >"$out/autopkgtest.log" 2>&1 || rc=$?
 grep -h '^installed-suite:' "$out/autopkgtest/"*-stdout 2>/dev/null || true
 cat "$out/autopkgtest/summary" 2>/dev/null || true
 [ "$rc" -eq 0 ] || failed "$out/autopkgtest.log" "autopkgtest exited $rc"
