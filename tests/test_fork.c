@@ -249,16 +249,6 @@ static void attacker_child(void *unused)
 	_exit(0);
 }
 
-/* Built with -fsanitize=address,undefined (make check-asan). */
-static bool sanitized_build(void)
-{
-#ifdef __SANITIZE_ADDRESS__
-	return true;
-#else
-	return false;
-#endif
-}
-
 TEST(fork_child_cannot_write_parent, EXPECT_PASS)
 {
 	static unsigned char before[sizeof(blob)];
