@@ -71,27 +71,52 @@ pool_region(const char *call, const struct rare_pool *pool)
 	pool_refused(call, pool);
 }
 
+/* Whether @size bytes at @obj (a multiple of 8) all read zero. */
+static bool all_zero(const void *obj, size_t size)
+{
+	const volatile uint64_t *w = obj;
+
+	for (size_t i = 0; i < size / sizeof(*w); i++)
+		if (w[i])
+			return false;
+	return true;
+}
+
 /*
- * A new pool's head, read back after its write: the one its region (the
- * table's record) implies, or abort. The head and its segment wait on the
- * stack for the backend, which checks only that the segment lies in the
- * region: a store there moved the head into the object pages or gave it
- * another pool's object pages (27k). Compared field by field with values
- * computed here, not with an expected head built on the stack, which the
- * same store rewrites.
+ * The fields of @r's pool head that never change after its creation: the
+ * ones its region (the table's record) implies. Compared field by field
+ * with values computed here, not with an expected head built on the
+ * stack, which the store that changed the head rewrites too.
+ */
+static bool head_fixed_ok(const struct rw_region *r)
+{
+	const struct rare_pool *pool = (const struct rare_pool *)r->start;
+
+	return pool->magic == POOL_MAGIC && pool->objects == r->user_start &&
+	       pool->nr_pages ==
+		       (r->start + r->len - r->user_start) / rw_page_size;
+}
+
+/*
+ * A new pool's head, read back after its write: the one its region
+ * implies, no name, no page handed out, every hint empty and every page
+ * record zero, or abort. The head and its segment wait on the stack for
+ * the backend, which checks only that the segment lies in the region: a
+ * store there moved the head into the object pages or gave it another
+ * pool's object pages (27k), or made it longer over the page records.
  */
 static void head_verify(const struct rw_region *r)
 {
 	const struct rare_pool *pool = (const struct rare_pool *)r->start;
-	bool ok = pool->magic == POOL_MAGIC && pool->objects == r->user_start &&
-		  pool->nr_pages ==
-			  (r->start + r->len - r->user_start) / rw_page_size &&
-		  !pool->bump;
+	bool ok = head_fixed_ok(r) && !pool->bump;
 
 	for (size_t i = 0; i < sizeof(pool->name); i++)
 		ok = ok && !pool->name[i];
 	for (unsigned c = 0; c < NR_CLASSES; c++)
 		ok = ok && pool->hint[c] == UINT32_MAX;
+	if (ok)
+		ok = all_zero(pool->meta,
+			      pool->nr_pages * sizeof(pool->meta[0]));
 	if (!ok)
 		rw_die("rare_pool_create", pool,
 		       "the pool's head is not the one its region implies (a "
@@ -232,16 +257,6 @@ static void meta_verify(const char *call, const struct rare_pool *pool,
  * none to redirect). Read-only (.rodata): the source no store changes. */
 static const unsigned char zero_page[4096] __attribute__((aligned(64)));
 
-static bool all_zero(const void *obj, size_t size)
-{
-	const volatile uint64_t *w = obj;
-
-	for (size_t i = 0; i < size / sizeof(*w); i++)
-		if (w[i])
-			return false;
-	return true;
-}
-
 /*
  * Zero the object at @obj of @size bytes being freed. Not a segment in
  * this frame: the public write path, whose backends take the destination
@@ -285,7 +300,10 @@ int rare_pool_set_name(struct rare_pool *pool, const char *name)
 	 * written, and a changed one must read back. */
 	if (memcmp(pool->name, copy, sizeof(copy))) {
 		meta_write(r, pool->name, copy, sizeof(copy));
-		if (memcmp(pool->name, copy, sizeof(copy))) {
+		/* The rest of the head too: a segment made longer went
+		 * over the fields after the name. */
+		if (memcmp(pool->name, copy, sizeof(copy)) ||
+		    !head_fixed_ok(r)) {
 			pool_unlock();
 			rw_die("rare_pool_set_name", pool,
 			       "the name was not written to the pool's head (a "
@@ -531,6 +549,15 @@ void *rare_realloc(struct rare_pool *pool, void *obj, size_t size)
 	n = rare_alloc(pool, size);
 	if (!n)
 		return NULL; /* errno ENOMEM; @obj is untouched */
+	/* @old crossed rare_alloc()'s lock wait in a register its callees
+	 * saved on the stack: the length copied is taken from the pool's
+	 * bookkeeping again, and never more than the new object holds (a
+	 * longer copy ran over into the objects after it). */
+	old = object_size("rare_realloc", pool, obj);
+	if (old > object_size("rare_realloc", pool, n))
+		rw_die("rare_realloc", obj,
+		       "the old object is larger than the new one (a store "
+		       "into the caller's stack?)");
 	rw_write_args("rare_realloc", n, obj, old, 0);
 	rare_free(pool, obj);
 	return n;

@@ -878,19 +878,23 @@ static void process_write_call(const char *call, const struct rw_seg *segs,
 
 /* The locks first (inline: the arguments stay in registers through their
  * waits), then the arguments checked against the table and put straight
- * into the request: no segment on the stack between the check and the
- * request (27i: a 3-byte copy made 16 there ran over into the next
- * protected object). */
+ * into the request: no segment on the stack from the check to the request
+ * (27i: a 3-byte copy made 16 there ran over into the next protected
+ * object). The request itself is built in memory, as sendmsg(2) needs it,
+ * with no blocking point until the kernel has copied it. */
 static void process_write_one(const struct rw_region *r, const char *call,
 			      void *dst, const void *src, size_t len, int fill)
 {
 	struct req q;
 
-	(void)r; /* found again under the locks */
 	rw_reglock_read(&write_lock);
 	rw_reglock_write(&req_lock);
-	if (rw_region_of(call, dst, len)->backend != &rw_backend_process)
+	/* Inline, no call that would save @dst for a store to move. */
+	if (!rw_region_holds(r, &rw_backend_process, (uintptr_t)dst, len)) {
+		rw_reglock_write_unlock(&req_lock);
+		rw_reglock_read_unlock(&write_lock);
 		rw_seg_moved(call, dst);
+	}
 	req_init(&q, dst, false);
 	req_add(call, &q, (uintptr_t)dst, src, len, fill);
 	req_flush(call, dst, &q);
