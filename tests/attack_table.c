@@ -111,6 +111,6 @@ const struct attack_expect attack_table[] = {
 	{"27i", {B, B, B, B, B}},
 	{"27j", {B, B, B, B, B}},
 	{"27k", {B, B, B, B, B}},
-	{"27l", {B, B, B, B, B}},
+	{"27l", {B, B, O, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
