@@ -628,10 +628,10 @@ enum attack_result attack_cell(const char *id, const char *backend)
 }
 
 /*
- * The scribbler's rows (15), 25c, 27i and 27l race: "open" there means the attack
- * lands at a measured rate, not in every run, so a run in which it did not land
- * (or the corruption crashed the child first) does not contradict the table. A
- * "blocked" cell still fails on the first landing.
+ * The scribbler's rows (15), 25c, 27i and 27l race: "open" there means the
+ * attack lands at a measured rate, not in every run, so a run in which it did
+ * not land (or the corruption crashed the child first) does not contradict the
+ * table. A "blocked" cell still fails on the first landing.
  */
 static enum attack_result racy_ok(const char *id, enum attack_result got,
 				  enum attack_result want)
