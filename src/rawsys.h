@@ -16,6 +16,8 @@
 #define RAREWRITE_RAWSYS_H
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -54,5 +56,30 @@ static inline long rw_sys6(long nr, long a, long b, long c, long d, long e,
 #define rw_in_register(v) __asm__("" : "+r"(v))
 #define rw_sys(nr, a, b, c)                                                    \
 	rw_sys6((nr), (long)(a), (long)(b), (long)(c), 0, 0, 0)
+
+/* Whether [@a, @a + @len) is one aligned 1, 2, 4 or 8-byte unit: what a
+ * single store writes whole for concurrent readers. */
+static inline __attribute__((always_inline)) int rw_is_unit(uintptr_t a,
+							    size_t len)
+{
+	return (len == 1 || len == 2 || len == 4 || len == 8) && !(a % len);
+}
+
+/* The aligned 1, 2, 4 or 8-byte unit at @src, in one load: the value a
+ * single-store write path takes into a register before it opens. */
+static inline __attribute__((always_inline)) uint64_t
+rw_load_unit(const void *src, size_t len)
+{
+	switch (len) {
+	case 1:
+		return *(const volatile uint8_t *)src;
+	case 2:
+		return *(const volatile uint16_t *)src;
+	case 4:
+		return *(const volatile uint32_t *)src;
+	default:
+		return *(const volatile uint64_t *)src;
+	}
+}
 
 #endif /* RAREWRITE_RAWSYS_H */

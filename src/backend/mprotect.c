@@ -567,13 +567,6 @@ mprotect_refused(const char *call, void *dst, size_t len, long err)
 	rw_die(call, dst, "mprotect: %s", strerror((int)-err));
 }
 
-/* One aligned 1, 2, 4 or 8-byte unit. */
-static inline __attribute__((always_inline)) bool is_single(uintptr_t a,
-							    size_t len)
-{
-	return (len == 1 || len == 2 || len == 4 || len == 8) && !(a % len);
-}
-
 /* A source that overlaps the destination: memmove()'s job, a rep movsb
  * forward copy would read what it already wrote. */
 static bool overlaps(const void *dst, const void *src, size_t len)
@@ -604,21 +597,8 @@ static void mprotect_write_one(const struct rw_region *r, const char *call,
 		mprotect_write_built(call, dst, src, len, fill);
 		return;
 	}
-	if (is_single(a, len) && src) {
-		switch (len) {
-		case 1:
-			v = *(const volatile uint8_t *)src;
-			break;
-		case 2:
-			v = *(const volatile uint16_t *)src;
-			break;
-		case 4:
-			v = *(const volatile uint32_t *)src;
-			break;
-		default:
-			v = *(const volatile uint64_t *)src;
-		}
-	}
+	if (rw_is_unit(a, len) && src)
+		v = rw_load_unit(src, len);
 	rw_in_register(r);
 	rw_in_register(a);
 	rw_in_register(src);
@@ -639,7 +619,7 @@ static void mprotect_write_one(const struct rw_region *r, const char *call,
 	 * on the stack through the lock's wait is the attacker's to flip. */
 	rw_in_register(a);
 	rw_in_register(len);
-	if (is_single(a, len))
+	if (rw_is_unit(a, len))
 		err = flip_store(r->start + first, last - first, a, v, len,
 				 flip);
 	else

@@ -236,8 +236,7 @@ static void shadow_store(const char *call, const struct rw_region *r, void *dst,
 	uintptr_t last = (a + len + rw_page_size - 1) & ~(rw_page_size - 1);
 	long err;
 
-	if (RW_RAWSYS_INLINE &&
-	    (len == 1 || len == 2 || len == 4 || len == 8) && !(a % len)) {
+	if (RW_RAWSYS_INLINE && rw_is_unit(a, len)) {
 		uint64_t v = 0;
 
 		if (src)
@@ -315,24 +314,11 @@ static void shadow_write_one(const struct rw_region *r, const char *call,
 	uint64_t v;
 	long err;
 
-	if (!RW_RAWSYS_INLINE || !src ||
-	    (len != 1 && len != 2 && len != 4 && len != 8) || a % len) {
+	if (!RW_RAWSYS_INLINE || !src || !rw_is_unit(a, len)) {
 		shadow_write_built(call, dst, src, len, fill);
 		return;
 	}
-	switch (len) {
-	case 1:
-		v = *(const volatile uint8_t *)src;
-		break;
-	case 2:
-		v = *(const volatile uint16_t *)src;
-		break;
-	case 4:
-		v = *(const volatile uint32_t *)src;
-		break;
-	default:
-		v = *(const volatile uint64_t *)src;
-	}
+	v = rw_load_unit(src, len);
 	rw_in_register(r);
 	rw_in_register(a);
 	rw_in_register(v);
