@@ -48,6 +48,7 @@ uint64_t rng_next(uint64_t *state);
 
 /* Baselines, one file each: constructors of an op for @len bytes. */
 struct bench_op base_store(void);
+struct bench_op base_wrpkru(void);
 struct bench_op base_syscall(void);
 struct bench_op base_pwrite(size_t len);
 struct bench_op base_mprotect(size_t len);

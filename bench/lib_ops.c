@@ -105,7 +105,7 @@ const char *mechanism_name(const char *name)
 		{"mprotect", "raw mprotect pair"},
 		{"shadow", "raw mmap/munmap alias"},
 		{"process", "futex ping-pong"},
-		{"pkey", "plain store"},
+		{"pkey", "2 WRPKRU and a store"},
 	};
 
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
@@ -134,7 +134,7 @@ static struct bench_op raw_op(const char *name, size_t len)
 	if (!strcmp(name, "process"))
 		return base_futex();
 	if (!strcmp(name, "pkey"))
-		return base_store();
+		return base_wrpkru();
 	return base_syscall();
 }
 

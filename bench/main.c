@@ -320,6 +320,13 @@ static void print_workloads(void)
 	}
 }
 
+/*
+ * pkey's limit over its two WRPKRU: each WRPKRU serializes (about 13 ns
+ * here), and the library reads PKRU back after each one and checks the
+ * region, about 10 ns in all that the others hide in a system call.
+ */
+#define PKEY_LIMIT 1.5
+
 static FILE *csv;
 static unsigned nr_miss;
 
@@ -375,25 +382,34 @@ static void check_targets(void)
 		       ratio("process", "write8", "write8/seqpacket", modes[m]),
 		       "<=", 1.15);
 	}
-	/* auto is timed against its backend's raw mechanism too; on pkey
-	 * that is a plain store, which has no limit here. */
-	if (available("auto") &&
-	    strcmp(find("auto", "resolves", NULL)->mode, "pkey"))
-		for (int m = 0; m < 2; m++) {
-			char b[64];
+	/* pkey's raw mechanism is two WRPKRU around a store: the library
+	 * adds its checks (the region, PKRU read back after each WRPKRU). */
+	for (int m = 0; m < 2 && available("pkey"); m++) {
+		snprintf(name, sizeof(name),
+			 "rare_write 8 B over 2 WRPKRU and a store (%s)",
+			 modes[m]);
+		target(name, "pkey",
+		       ratio("pkey", "write8", "write8/mech", modes[m]),
+		       "<=", PKEY_LIMIT);
+	}
+	if (!available("pkey"))
+		printf("| rare_write 8 B over 2 WRPKRU and a store | pkey | "
+		       "- | - | no figure: no PKU on this machine |\n");
+	/* auto is timed against its backend's raw mechanism too. */
+	if (available("auto")) {
+		const char *mode = find("auto", "resolves", NULL)->mode;
+		char b[64];
 
-			snprintf(b, sizeof(b), "auto=%s",
-				 find("auto", "resolves", NULL)->mode);
+		snprintf(b, sizeof(b), "auto=%s", mode);
+		for (int m = 0; m < 2; m++) {
 			snprintf(name, sizeof(name),
 				 "rare_write 8 B over its raw mechanism (%s)",
 				 modes[m]);
 			target(name, b,
 			       ratio("auto", "write8", "write8/mech", modes[m]),
-			       "<=", 1.15);
+			       "<=", strcmp(mode, "pkey") ? 1.15 : PKEY_LIMIT);
 		}
-	if (!available("pkey"))
-		printf("| rare_write 8 B within 2 WRPKRU and a store | pkey | "
-		       "- | - | no figure: no PKU on this machine |\n");
+	}
 	if (available("mprotect"))
 		target("rare_write 8 B over raw mprotect pair within a "
 		       "mapping",

@@ -97,7 +97,8 @@ Every operation is timed in one set with the raw mechanism its backend uses
 operations of a set run in alternating blocks, warm-up discarded, up to 4,000
 samples each; "x base" is the ratio of medians. Each figure is measured
 alone and with another thread reading protected data. Baselines, each in its
-own file under `bench/`: a plain store, a null syscall (getppid), pwrite()
+own file under `bench/`: a plain store, two WRPKRU around a store to a
+page of a write-disabled key (pkey's, PKU only), a null syscall (getppid), pwrite()
 into a memfd mapped read-only, an mprotect RW/RO pair around a store, a
 writable mmap alias mapped/stored/unmapped, a futex round trip between two
 processes, and the Chromium `ProtectedMemory` design (one section, writers
@@ -157,7 +158,7 @@ EOF
 				kb[1], kb[2], med, s[1], s[m], limit[key], met[key], m
 		}
 	}'
-	grep -h '^| rare_write 8 B within 2 WRPKRU' "$last/results.md" | head -n 1 |
+	grep -h '^| rare_write 8 B over 2 WRPKRU and a store | pkey | - |' "$last/results.md" | head -n 1 |
 		sed 's/^| \([^|]*\)| \([^|]*\)| - | - | \(.*\) |$/| \1| \2| - | - | - | \3 |/'
 	echo
 	echo "## A real program: SQLite"
