@@ -299,6 +299,55 @@ TEST(pkey_thread_created_in_window_store_dies, EXPECT_SEGV)
 	rare_write_end();
 }
 
+/*
+ * A thread that exits holding a window (a bug of the program) leaves its
+ * record behind, found by its thread pointer (src/thread_self.h), and the
+ * C library gives that pointer to the next thread at once. The next thread
+ * must start closed and its own begin/end must close again: the record it
+ * finds is not its own.
+ */
+static pthread_t exited_self;
+
+static void *exits_in_window(void *arg)
+{
+	(void)arg;
+	rare_write_begin();
+	exited_self = pthread_self();
+	return NULL;
+}
+
+static void *next_thread(void *reused)
+{
+	int key = pkey_of(&value);
+
+	*(bool *)reused = pthread_equal(pthread_self(), exited_self);
+	CHECK(rdpkru() & WD(key));
+	CHECK(store_faults(&value));
+	CHECK(rare_write(value, 31L) == 31);
+	rare_write_begin();
+	value = 32;
+	rare_write_end();
+	CHECK(store_faults(&value));
+	return NULL;
+}
+
+TEST(pkey_thread_reusing_an_exited_thread_starts_closed, EXPECT_PASS)
+{
+	bool reused = false;
+	pthread_t t;
+
+	init_pkey();
+	CHECK(!pthread_create(&t, NULL, exits_in_window, NULL));
+	CHECK(!pthread_join(t, NULL));
+	CHECK(!pthread_create(&t, NULL, next_thread, &reused));
+	CHECK(!pthread_join(t, NULL));
+	CHECK(value == 32);
+	CHECK(store_faults(&value));
+	if (!reused)
+		SKIP("the C library gave the second thread a new control "
+		     "block");
+}
+
 /* --- signal handlers -------------------------------------------------------
  */
 

@@ -15,7 +15,7 @@
  * whose count never reaches zero (attack 12a).
  *
  * Signals are not blocked. A window belongs to a thread: the same page
- * records, per thread (this_thread(): its FS base register on x86-64,
+ * records, per thread (thread_self.h: its FS base register on x86-64,
  * else gettid(); no store changes either), how many windows it holds. The
  * library's wrapper, first in every handler (signal.c), closes the interrupted
  * thread's windows on entry and reopens them on exit, so a handler never writes
@@ -39,7 +39,6 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -49,6 +48,7 @@
 #include "critical.h"
 #include "rawsys.h"
 #include "reglock.h"
+#include "thread_self.h"
 
 /* This backend's ops table (at the end), listed in backends.c. */
 extern const struct rw_backend rw_backend_mprotect RW_HIDDEN;
@@ -112,34 +112,10 @@ static void flip_all(bool writable)
 			     r->start, r->len, writable);
 }
 
-/*
- * Who the calling thread is, without a system call where the CPU allows:
- * on x86-64 its FS base, the thread pointer, from the register (RDFSBASE;
- * a store cannot change a register, only arch_prctl() or WRFSBASE can).
- * Where the kernel has not enabled FSGSBASE the same value comes from
- * arch_prctl(ARCH_GET_FS); a store to the C library's copy of the hardware
- * capabilities only picks between the two (or makes RDFSBASE fault). Two
- * live threads never share a thread pointer; a thread that exits holding
- * windows leaves them open, and a later thread may get its pointer (its
- * control block reused) and so its windows, as one may get a tid.
- * Elsewhere: gettid().
- */
+/* Who the calling thread is (thread_self.h: its FS base on x86-64). */
 static uint64_t this_thread(void)
 {
-#if defined(__x86_64__)
-	uint64_t fs;
-
-	if (getauxval(AT_HWCAP2) & 2 /* HWCAP2_FSGSBASE */) {
-		__asm__ volatile("rdfsbase %0" : "=r"(fs));
-		return fs;
-	}
-	if (syscall(SYS_arch_prctl, 0x1003 /* ARCH_GET_FS */, &fs))
-		rw_die("rare_write_begin", NULL, "arch_prctl: %s",
-		       strerror(errno));
-	return fs;
-#else
-	return (uint64_t)syscall(SYS_gettid);
-#endif
+	return rw_thread_self("rare_write_begin");
 }
 
 /* The record of @tid, or NULL; flip_lock held (or a stable table). */

@@ -64,6 +64,7 @@
 #include "rarewrite.h"
 #include "internal.h"
 #include "critical.h"
+#include "thread_self.h"
 
 /* This backend's ops table (at the end), listed in backends.c. */
 extern const struct rw_backend rw_backend_pkey RW_HIDDEN;
@@ -120,7 +121,8 @@ RW_HIDDEN struct pkey_state rw_pkey_state = {
  * TLS, where one store would make the next legitimate write leave a key
  * open (attack 11a): a page of its own under the state key, which every
  * thread's PKRU write-disables; the library opens it only for the stores
- * of set_record(). A record is found by gettid(), which no store changes.
+ * of set_record(). A record is found by the thread's pointer, read from
+ * its register (thread_self.h), which no store changes.
  * A single write keeps no record at all: it closes exactly the keys it
  * opened, and only when a key is still open afterwards asks the record
  * whether that is legitimate.
@@ -134,7 +136,7 @@ struct key_holds {
 };
 
 struct thread_rec {
-	int32_t tid; /* 0: free */
+	uint64_t tid; /* rw_thread_self(); 0: free */
 	uint32_t nest;
 	struct key_holds cur;
 	struct {
@@ -210,12 +212,12 @@ static inline __attribute__((always_inline)) bool closed_except(uint32_t pkru,
 	return (denied & shut) == shut;
 }
 
-static int32_t this_tid(void)
+static uint64_t this_thread(void)
 {
-	return (int32_t)syscall(SYS_gettid);
+	return rw_thread_self("pkey");
 }
 
-static const struct thread_rec *find_record(int32_t tid)
+static const struct thread_rec *find_record(uint64_t tid)
 {
 	if (!__atomic_load_n(&threads.nr, __ATOMIC_RELAXED))
 		return NULL;
@@ -245,7 +247,7 @@ static uint32_t legit_mask(void)
 
 	if (!__atomic_load_n(&threads.nr, __ATOMIC_RELAXED))
 		return 0;
-	r = find_record(this_tid());
+	r = find_record(this_thread());
 	return r ? holds_mask(&r->cur) : 0;
 }
 
@@ -371,7 +373,7 @@ static void set_record(const char *call, const struct thread_rec *rec,
 }
 
 /* The calling thread's record as a value (empty if it has none). */
-static struct thread_rec my_record(int32_t tid)
+static struct thread_rec my_record(uint64_t tid)
 {
 	const struct thread_rec *r = find_record(tid);
 	struct thread_rec rec = {.tid = tid};
@@ -501,7 +503,7 @@ static void pkey_signal_enter(void *uc)
 	while (!closed_except(rdpkru(), 0));
 	if (!__atomic_load_n(&threads.nr, __ATOMIC_RELAXED))
 		return;
-	rec = my_record(this_tid());
+	rec = my_record(this_thread());
 	if (!find_record(rec.tid))
 		return;
 	if (rec.nest == MAX_NEST)
@@ -529,7 +531,7 @@ static void pkey_signal_exit(void *uc)
 	if (!rw_pkey_state.active)
 		return;
 	if (__atomic_load_n(&threads.nr, __ATOMIC_RELAXED)) {
-		rec = my_record(this_tid());
+		rec = my_record(this_thread());
 		for (i = rec.nest; i > 0; i--)
 			if (rec.saved[i - 1].frame == (uintptr_t)uc)
 				break;
@@ -755,7 +757,7 @@ static void update_holds(const char *call,
 			 void (*fn)(struct thread_rec *, uintptr_t),
 			 uintptr_t arg, long delta)
 {
-	struct thread_rec rec = my_record(this_tid());
+	struct thread_rec rec = my_record(this_thread());
 
 	fn(&rec, arg);
 	set_record(call, &rec, delta);
@@ -838,9 +840,10 @@ static void pkey_unmap(struct rw_region *r, void *view, void *addr, size_t len)
 	update_holds("rare_write_unmap", unmap_holds, r->priv, -1);
 }
 
-/* fork(): the child keeps the forking thread's record, under its new id.
- * Which thread forked comes from the core's table (rw_fork_tid()): a copy
- * in .bss could be pointed at a thread holding keys open (attack 14f). */
+/* fork(): the child keeps the forking thread's record. Which thread forked
+ * comes from the child's own register (its thread pointer is the forking
+ * thread's), elsewhere from the core's table (rw_fork_tid()): a copy in
+ * .bss could be pointed at a thread holding keys open (attack 14f). */
 static void pkey_fork_prepare(void)
 {
 	pthread_mutex_lock(&records_lock);
@@ -858,7 +861,11 @@ static void pkey_fork_child(void)
 	pthread_mutex_init(&records_lock, NULL);
 	if (!rw_pkey_state.active)
 		return;
-	keep = my_record(rw_fork_tid());
+#if defined(__x86_64__)
+	keep = my_record(this_thread()); /* the forking thread's pointer */
+#else
+	keep = my_record((uint64_t)rw_fork_tid());
+#endif
 	for (unsigned i = 0; i < MAX_THREADS; i++)
 		if (threads.thr[i].tid) {
 			struct thread_rec gone = threads.thr[i];
@@ -867,7 +874,7 @@ static void pkey_fork_child(void)
 			gone.nest = 0;
 			set_record("fork", &gone, ANY_HOLDS);
 		}
-	keep.tid = this_tid();
+	keep.tid = this_thread();
 	set_record("fork", &keep, ANY_HOLDS);
 	gate_settle();
 }
@@ -954,8 +961,8 @@ struct thread_start {
 static void thread_settle(void)
 {
 	/* A record left by a dead thread whose id we now carry. */
-	if (find_record(this_tid())) {
-		struct thread_rec none = {.tid = this_tid()};
+	if (find_record(this_thread())) {
+		struct thread_rec none = {.tid = this_thread()};
 
 		set_record("pthread_create", &none, ANY_HOLDS);
 	}
