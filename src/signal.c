@@ -92,6 +92,12 @@ static pthread_mutex_t signal_lock = PTHREAD_MUTEX_INITIALIZER;
  */
 static void sv_store(void *dst, const void *src, size_t len)
 {
+	/* Nothing to change, nothing written: at activation most signals
+	 * keep the default action the pristine table already says, and each
+	 * write through the memfd costs the check below (a read of
+	 * /proc/self/maps), 14 ms of start-up for 60 signals before. */
+	if (!memcmp(dst, src, len))
+		return;
 	if (sv.fd < 0) {
 		memcpy(dst, src, len);
 		return;
@@ -156,6 +162,8 @@ static void set_program_action(int sig, const struct sigaction *sa)
 			sigaddset(&c.sa_mask, s);
 	c.sa_flags = sa->sa_flags;
 	c.sa_restorer = sa->sa_restorer;
+	if (!memcmp(&sv.actions[sig].slot[next ^ 1], &c, sizeof(c)))
+		return; /* the action in force already */
 	sv_store(&sv.actions[sig].slot[next], &c, sizeof(c));
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	sv_store(&sv.actions[sig].idx, &next, sizeof(next));
