@@ -66,8 +66,8 @@ const struct attack_expect attack_table[] = {
 	{"14f", {B, NA, NA, B, NA}},
 	{"14g", {B, B, B, B, B}},
 	/* The scribbler (15, attack_scribble.c). */
-	{"15a", {O, B, B, B, O}},
-	{"15b", {O, B, B, B, O}},
+	{"15a", {B, B, B, B, O}},
+	{"15b", {B, B, B, B, O}},
 	{"15c", {B, B, B, B, B}},
 	{"15d", {O, O, O, O, O}},
 	{"15e", {O, O, O, O, O}},
