@@ -64,6 +64,7 @@
 #include "rarewrite.h"
 #include "internal.h"
 #include "critical.h"
+#include "rawsys.h"
 #include "thread_self.h"
 
 /* This backend's ops table (at the end), listed in backends.c. */
@@ -675,6 +676,42 @@ static inline __attribute__((always_inline)) uint32_t open_in(uint32_t pkru)
 }
 
 /*
+ * fork() waits for the writes of more than one store in flight on other
+ * threads, so that a child never copies one half done (a single aligned
+ * store cannot be): a Dekker pair of words. A writer counts itself in,
+ * then looks for a fork; a fork raises its flag, then waits for the count
+ * to drain. A writer that finds a fork steps out and spins until it is
+ * over: no system call and no lock word's futex, whose arguments would
+ * push the write's own values out of registers (pkey_write_one()). A
+ * forged word may make a fork or a writer wait for good, or a child copy
+ * a write half done; it never changes what is written or where.
+ */
+static uint32_t spans_in_flight, forking;
+
+static inline __attribute__((always_inline)) void span_enter(void)
+{
+	for (;;) {
+		__atomic_add_fetch(&spans_in_flight, 1, __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&forking, __ATOMIC_SEQ_CST))
+			return;
+		__atomic_sub_fetch(&spans_in_flight, 1, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&forking, __ATOMIC_RELAXED))
+			__asm__ volatile("pause");
+	}
+}
+
+static inline __attribute__((always_inline)) void span_leave(void)
+{
+	uint32_t n = __atomic_load_n(&spans_in_flight, __ATOMIC_RELAXED);
+
+	/* A count a store zeroed: nothing to take away. */
+	while (n &&
+	       !__atomic_compare_exchange_n(&spans_in_flight, &n, n - 1, false,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}
+
+/*
  * A single write opens the keys of its segments that were shut, stores,
  * and shuts exactly those again: it keeps no state outside registers, so
  * no store can make it leave a key open, and a siglongjmp out of a fault
@@ -690,6 +727,7 @@ static void pkey_write(const struct rw_seg *segs, unsigned n)
 	for (unsigned i = 0; i < n; i++)
 		mask |= key_bits(rw_seg_region(&segs[i]));
 	rw_cs_enter();
+	span_enter();
 	pre = rdpkru();
 	opened = mask & ~open_in(pre);
 	want = pre & ~mask;
@@ -701,6 +739,7 @@ static void pkey_write(const struct rw_seg *segs, unsigned n)
 	wrpkru(rdpkru() | WD_OF(opened));
 	if (!closed_except(rdpkru(), 0))
 		gate_settle();
+	span_leave();
 	rw_cs_leave();
 }
 
@@ -716,16 +755,22 @@ pkey_refused(const char *call, void *dst, size_t len)
  * check to the store (the core's tail call): no segment on the stack for
  * another thread to make longer (27i: a 3-byte copy made 16 ran over into
  * the next protected object). The region is checked again here, then the
- * same open, store, shut as pkey_write().
+ * same open, store, shut as pkey_write(). @spans (a constant in each
+ * caller below): more than one store, counted for fork().
  */
-static void pkey_write_one(const struct rw_region *r, const char *call,
-			   void *dst, const void *src, size_t len, int fill)
+static inline __attribute__((always_inline)) void
+store_one(const struct rw_region *r, const char *call, void *dst,
+	  const void *src, size_t len, int fill, const bool spans)
 {
 	uint32_t mask, pre, opened, want;
 
 	rw_cs_enter();
+	if (spans)
+		span_enter();
 	if (!rw_region_holds(r, &rw_backend_pkey, (uintptr_t)dst, len) ||
 	    !key_is_ours((int)r->priv)) {
+		if (spans)
+			span_leave();
 		rw_cs_leave();
 		pkey_refused(call, dst, len);
 	}
@@ -749,7 +794,19 @@ static void pkey_write_one(const struct rw_region *r, const char *call,
 	wrpkru(want | WD_OF(opened));
 	if (!closed_except(rdpkru(), 0))
 		gate_settle();
+	if (spans)
+		span_leave();
 	rw_cs_leave();
+}
+
+/* Two copies of store_one(), so that neither keeps a flag in memory. */
+static void pkey_write_one(const struct rw_region *r, const char *call,
+			   void *dst, const void *src, size_t len, int fill)
+{
+	if (rw_is_unit((uintptr_t)dst, len))
+		store_one(r, call, dst, src, len, fill, false);
+	else
+		store_one(r, call, dst, src, len, fill, true);
 }
 
 /* Change the calling thread's record with @fn, then make PKRU match it. */
@@ -846,12 +903,16 @@ static void pkey_unmap(struct rw_region *r, void *view, void *addr, size_t len)
  * .bss could be pointed at a thread holding keys open (attack 14f). */
 static void pkey_fork_prepare(void)
 {
+	__atomic_store_n(&forking, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&spans_in_flight, __ATOMIC_SEQ_CST))
+		sched_yield();
 	pthread_mutex_lock(&records_lock);
 }
 
 static void pkey_fork_parent(void)
 {
 	pthread_mutex_unlock(&records_lock);
+	__atomic_store_n(&forking, 0, __ATOMIC_RELEASE);
 }
 
 static void pkey_fork_child(void)
@@ -859,6 +920,9 @@ static void pkey_fork_child(void)
 	struct thread_rec keep;
 
 	pthread_mutex_init(&records_lock, NULL);
+	/* The writers that were counted are not in the child. */
+	spans_in_flight = 0;
+	forking = 0;
 	if (!rw_pkey_state.active)
 		return;
 #if defined(__x86_64__)
