@@ -40,6 +40,12 @@ static bool r3_is_process(void)
 	return !strcmp(rare_write_backend(), "process");
 }
 
+/* A victim's 300 pool creations stop after this many seconds: under TCG
+ * on a loaded machine (check-vm) they outlast the attack child's 60 s
+ * alarm (25a and 25b ended with SIGALRM). Fewer tries make a landing less
+ * likely, never less real. */
+#define R3_VICTIM_S 30
+
 /* ---- 25a ---- */
 
 static struct {
@@ -95,7 +101,9 @@ static void *r3a_victim(void *p)
 	const uint64_t *table = (const uint64_t *)attack_lib_sym("rw_table");
 	unsigned long *tries = p;
 
-	for (unsigned i = 0; i < 300 && !r3a.landed; i++) {
+	const time_t end = time(NULL) + R3_VICTIM_S;
+
+	for (unsigned i = 0; i < 300 && !r3a.landed && time(NULL) < end; i++) {
 		struct rare_pool *pool = rare_pool_create(4096);
 
 		++*tries;
@@ -227,8 +235,10 @@ static void *r3b_victim(void *p)
 {
 	unsigned long *tries = p;
 
+	const time_t end = time(NULL) + R3_VICTIM_S;
+
 	r3b.tid = (int32_t)gettid();
-	for (unsigned i = 0; i < 300; i++) {
+	for (unsigned i = 0; i < 300 && time(NULL) < end; i++) {
 		struct rare_pool *pool = rare_pool_create(4096);
 
 		++*tries;
@@ -508,8 +518,9 @@ static void *r3d_victim(void *p)
 {
 	const uint64_t *table = (const uint64_t *)attack_lib_sym("rw_table");
 	unsigned long *tries = p;
+	const time_t end = time(NULL) + R3_VICTIM_S;
 
-	for (unsigned i = 0; i < 300; i++) {
+	for (unsigned i = 0; i < 300 && time(NULL) < end; i++) {
 		struct rare_pool *pool = rare_pool_create(4096);
 
 		++*tries;
