@@ -85,6 +85,16 @@
  * 27l (every backend): rare_realloc() copied the old object into the
  * grown one through a segment {region, new, old, 16} on its stack; the
  * attacker points the new object's place at another live object.
+ *
+ * 27m (every backend): rare_pool_create_with() on the pool's own backend
+ * (opts.backend, here the name of the one in force) carried that choice,
+ * an ops table's address, from its lookup to the record it commits, past
+ * registry_lock's wait and the backend's create() and their system calls,
+ * in callee-saved registers their callees save on the stack; the attacker
+ * rewrites every word of the victim's stack equal to the backend's ops
+ * table to another backend's (mprotect's, pwrite's on mprotect), and the
+ * new pool is made and recorded on that one (a downgrade). Half the calls
+ * name no backend (the default, read from the table at each use).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -102,6 +112,7 @@
 #include <rarewrite/list.h>
 
 #include "attack.h"
+#include "../src/table.h"
 
 #define IF_STACK (256u << 10)
 #define IF_SCAN (16u << 10) /* the top of the victim's stack it scans */
@@ -1196,4 +1207,96 @@ ATTACK("27l", inflight_realloc,
 	if_trials(realloc_trial, NULL,
 		  "the grown object's copy went over a live object",
 		  "the live object unchanged");
+}
+
+/* ---- 27m: rare_pool_create_with()'s own backend ---- */
+
+static struct {
+	const struct rw_table *table;
+	const char *name;	  /* the backend asked for */
+	uint64_t ops, other;	  /* its ops table, another's */
+	volatile uint64_t wrong;  /* a pool on another backend */
+	volatile int wrong_named; /* it was asked for by name */
+} ifb;
+
+static const struct rw_region *if_region_of(const void *p)
+{
+	for (unsigned i = 0; i < ifb.table->nr_regions; i++) {
+		const struct rw_region *r = &ifb.table->regions[i];
+
+		if (r->kind != RW_REGION_FREE && (uintptr_t)p >= r->start &&
+		    (uintptr_t)p - r->start < r->len)
+			return r;
+	}
+	return NULL;
+}
+
+static void *backend_victim(void *arg)
+{
+	const struct rare_pool_opts opts = {.backend = ifb.name};
+
+	(void)arg;
+	for (int i = 0; i < IF_CALLS / 10 && !ifb.wrong; i++) {
+		struct rare_pool *pool =
+			rare_pool_create_with(4096, i & 1 ? NULL : &opts);
+		const struct rw_region *r = pool ? if_region_of(pool) : NULL;
+
+		if (r && (uint64_t)(uintptr_t)r->backend != ifb.ops) {
+			ifb.wrong_named = !(i & 1);
+			ifb.wrong = (uint64_t)(uintptr_t)r->backend;
+		}
+		rare_pool_destroy(pool);
+	}
+	return NULL;
+}
+
+/* The backend's ops table, wherever it crosses a call: another's. */
+__attribute__((no_sanitize_address)) static void *backend_attacker(void *arg)
+{
+	(void)arg;
+	while (!ifl.done)
+		for (volatile uint64_t *p = ifl.lo; p < ifl.hi; p++)
+			if (*p == ifb.ops) {
+				*p = ifb.other;
+				ifl.stores++;
+			}
+	return NULL;
+}
+
+static int backend_trial(void *arg)
+{
+	static char sym[48];
+	const char *other;
+	struct rare_pool_opts o;
+
+	(void)arg;
+	ifb.table = attack_lib_sym("rw_table");
+	ifb.name = rare_write_backend();
+	other = strcmp(ifb.name, "mprotect") ? "mprotect" : "pwrite";
+	snprintf(sym, sizeof(sym), "rw_backend_%s", ifb.name);
+	ifb.ops = (uint64_t)(uintptr_t)attack_lib_sym(sym);
+	snprintf(sym, sizeof(sym), "rw_backend_%s", other);
+	ifb.other = (uint64_t)(uintptr_t)attack_lib_sym(sym);
+	o = (struct rare_pool_opts){.backend = other};
+	/* The other backend in use, as a program's pool on it makes it. */
+	if (!ifb.table || !ifb.ops || !ifb.other ||
+	    !rare_pool_create_with(4096, &o))
+		return IF_BROKEN;
+	ifb.wrong = 0;
+	if_race(backend_victim, if_attacker(backend_attacker), NULL);
+	if (ifb.wrong && getenv("RAREWRITE_TEST_VERBOSE"))
+		fprintf(stderr, "27m: a pool %s recorded on %s\n",
+			ifb.wrong_named ? "named" : "by default",
+			ifb.wrong == ifb.other ? other : "another backend");
+	return ifb.wrong ? IF_LANDED : IF_HELD;
+}
+
+ATTACK("27m", inflight_pool_backend,
+       "rewrite the ops table of the backend a `rare_pool_create_with` "
+       "names (on its stack, in flight) to another backend's: the pool is "
+       "made and recorded on that one")
+{
+	if_trials(backend_trial, NULL,
+		  "a new pool was recorded on another backend",
+		  "every new pool on the backend asked for");
 }
