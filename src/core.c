@@ -31,7 +31,7 @@
 
 /*
  * Lock order, the order fork_prepare() takes them in: views_lock,
- * registry_lock, maps_lock, nested_lock, then the backends' own
+ * pools_lock, registry_lock, maps_lock, nested_lock, then the backends' own
  * (their fork_prepare hooks: the memfd write lock, flip_lock, records_lock,
  * the process write lock). A thread holds views_lock shared from
  * rare_write_map() to rare_write_unmap() on a backend whose view must not
@@ -703,13 +703,13 @@ static int backend_use(const struct rw_backend *b)
 /* Abort unless @r is a free slot of the table: a pointer to a slot that a
  * call may have saved on the stack, checked right before its use. */
 static inline __attribute__((always_inline)) void
-slot_freed(const struct rw_region *r)
+slot_freed(const char *call, const struct rw_region *r)
 {
 	uintptr_t at = (uintptr_t)r - (uintptr_t)rw_table.regions;
 
 	if (at >= sizeof(rw_table.regions) || at % sizeof(*r) ||
 	    __atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) != RW_REGION_FREE)
-		rw_die("rare_pool", r,
+		rw_die(call, r,
 		       "a region slot changed under the call (a store into "
 		       "the caller's stack?)");
 }
@@ -747,22 +747,205 @@ bad:
 }
 
 /*
- * @level: the pool's own backend, or NULL for the process-wide default,
- * which is read from the table at each use (POOL_BACKEND), never kept in
- * a variable that crosses the calls between (a callee saves it on the
- * stack, where another thread can swap it for another backend's: 15g). A
- * pool's own level still crosses them (15d).
+ * A pool's creation, request first (27m). The backend a pool names, its
+ * length, bookkeeping length and seal came from the caller in registers
+ * and were carried to the record through pthread_mutex_lock(), the
+ * backend's create() and their system calls, whose callees save the
+ * caller's registers on the stack: a store there made a pwrite pool an
+ * mprotect one (5 of 5 runs on every backend). Now they go into the table
+ * first, before any function call: the name is matched against the
+ * backends' names inline, pools_lock (a lock word, reglock.h) is taken
+ * inline and the request written with an inline pwrite(2) from those
+ * registers and compared with them; every later step reads the table's
+ * request (POOL_*), never a copy a callee may have saved.
  */
-#define POOL_BACKEND (level ? level : rw_table.backend)
-struct rw_region *rw_region_create(size_t len, size_t meta_len,
-				   const struct rw_backend *level, bool seal)
+extern const struct rw_backend rw_backend_pkey RW_HIDDEN;
+extern const struct rw_backend rw_backend_pwrite RW_HIDDEN;
+extern const struct rw_backend rw_backend_shadow RW_HIDDEN;
+extern const struct rw_backend rw_backend_mprotect RW_HIDDEN;
+extern const struct rw_backend rw_backend_process RW_HIDDEN;
+
+/* Serialises pool creation's request in the table; taken before
+ * registry_lock (the lock order above). */
+static uint32_t pools_lock;
+
+/* The backend of slot @i (enum rw_backend_id): a link-time address, no
+ * load from writable memory, no call. */
+static inline __attribute__((always_inline)) const struct rw_backend *
+backend_of_slot(uint64_t i)
 {
-	struct rw_region *r, filled;
+	switch (i) {
+	case RW_BACKEND_PKEY:
+		return &rw_backend_pkey;
+	case RW_BACKEND_PWRITE:
+		return &rw_backend_pwrite;
+	case RW_BACKEND_SHADOW:
+		return &rw_backend_shadow;
+	case RW_BACKEND_MPROTECT:
+		return &rw_backend_mprotect;
+	case RW_BACKEND_PROCESS:
+		return &rw_backend_process;
+	default:
+		return NULL;
+	}
+}
+
+/* Whether the program's string @a is the backend name @b; inline, byte by
+ * byte (strcmp() is a call). */
+static inline __attribute__((always_inline)) bool same_name(const char *a,
+							    const char *b)
+{
+	const volatile char *x = a;
+
+	while (*x && *x == *b) {
+		x++;
+		b++;
+	}
+	return *x == *b;
+}
+
+/* The slot + 1 of the backend called exactly @name, 0 for NULL (the
+ * process-wide default), -1 for any other name ("auto", unknown). */
+static inline __attribute__((always_inline)) long level_named(const char *name)
+{
+	if (!name)
+		return 0;
+	for (uint64_t i = 0; i < RW_NR_BACKENDS; i++)
+		if (same_name(name, backend_of_slot(i)->name))
+			return (long)i + 1;
+	return -1;
+}
+
+#define POOL_REQ(field)                                                        \
+	__atomic_load_n(&rw_table.pool_request.field, __ATOMIC_RELAXED)
+/* The pool's backend: its own, or the process-wide default, read from the
+ * table at each use. */
+#define POOL_BACKEND                                                           \
+	((POOL_REQ(level) & 0xff)                                              \
+		 ? backend_of_slot((POOL_REQ(level) & 0xff) - 1)               \
+		 : rw_table.backend)
+#define POOL_SEAL (!!(POOL_REQ(level) >> 8))
+#define POOL_LEN ((size_t)POOL_REQ(len))
+#define POOL_META_LEN ((size_t)POOL_REQ(meta_len))
+
+/*
+ * Record the pool creation in progress, pools_lock held: through the
+ * vault's memfd, then compared with the registers it was written from (as
+ * map_request_put(): no call in between, pwrite(2) made inline from a copy
+ * pushed below the red zone). Before the seal, or in the fork child, the
+ * table is plain memory.
+ */
+static inline __attribute__((always_inline)) void
+pool_request_put(uint64_t level, uint64_t len, uint64_t meta_len)
+{
+	long bad = 0;
+	uint64_t caller = map_caller();
+
+	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
+	    !RW_RAWSYS_INLINE) {
+		__typeof__(rw_table.pool_request) req = {level, len, meta_len,
+							 caller};
+
+		rw_table_store(&rw_table.pool_request, &req, sizeof(req));
+		return;
+	}
+#if RW_RAWSYS_INLINE
+	__asm__ volatile(
+		"sub $128, %%rsp\n\t" /* the red zone */
+		"push %[caller]\n\t"
+		"push %[meta]\n\t"
+		"push %[len]\n\t"
+		"push %[level]\n\t"
+		"mov %[fd], %%edi\n\t"
+		"mov %%rsp, %%rsi\n\t"
+		"mov $32, %%edx\n\t"
+		"mov %[off], %%r10\n\t"
+		"mov %[nr], %%eax\n\t"
+		"syscall\n\t"
+		"add $160, %%rsp\n\t"
+		"cmp $32, %%rax\n\t"
+		"jne 1f\n\t"
+		"xor %%eax, %%eax\n\t"
+		"cmp %[level], (%[at])\n\t"
+		"jne 1f\n\t"
+		"cmp %[len], 8(%[at])\n\t"
+		"jne 1f\n\t"
+		"cmp %[meta], 16(%[at])\n\t"
+		"jne 1f\n\t"
+		"cmp %[caller], 24(%[at])\n\t"
+		"je 2f\n"
+		"1:\tmov $1, %%eax\n"
+		"2:"
+		: "=&a"(bad)
+		: [fd] "m"(rw_table.vault_fd), [at] "r"(&rw_table.pool_request),
+		  [off] "i"(__builtin_offsetof(struct rw_table, pool_request)),
+		  [level] "r"(level), [len] "r"(len), [meta] "r"(meta_len),
+		  [caller] "r"(caller), [nr] "i"(SYS_pwrite64)
+		: "rdi", "rsi", "rdx", "r10", "rcx", "r11", "memory", "cc");
+#endif
+	if (bad)
+		rw_die("rare_pool_create", NULL,
+		       "the pool's request changed on its way to the table (a "
+		       "store into the caller's stack?)");
+}
+
+/* Whether the table's record @r (not yet published) names a range and a
+ * descriptor no live region has, and not the table's own memfd. */
+static inline __attribute__((always_inline)) bool
+record_new(const struct rw_region *r)
+{
+	struct rw_region *o;
+
+	if (!r->start || r->start % RW_RAWSYS_PAGE ||
+	    r->start + r->len < r->start ||
+	    (r->fd >= 0 && r->fd == rw_table.vault_fd))
+		return false;
+	rw_for_each_region(o)
+		if ((r->start < o->start + o->len &&
+		     o->start < r->start + r->len) ||
+		    (r->fd >= 0 && r->fd == o->fd))
+			return false;
+	return true;
+}
+
+/* Abort unless the request in the table is still this call's: pools_lock
+ * is a word a store can release, and another thread's creation then puts
+ * its own over it midway. */
+static inline __attribute__((always_inline)) void pool_request_mine(void)
+{
+	if (POOL_REQ(caller) != map_caller())
+		rw_die("rare_pool_create", NULL,
+		       "another thread's pool request replaced this one while "
+		       "it ran (a store released pools_lock?)");
+}
+
+struct rw_region *rw_region_create(size_t len, size_t meta_len,
+				   const char *name, bool seal)
+{
+	long level = level_named(name);
+	struct rw_region *r = NULL, filled;
 	int err;
 
-	if (rw_window_depth)
+	if (level < 0) {
+		/* "auto", or no backend's name: the lookup says which, or
+		 * that there is none. Its choice crosses its own calls (a
+		 * pool on "auto" stays open to 27m's store). */
+		const struct rw_backend *b;
+
+		err = rw_backend_lookup(name, &b);
+		if (err) {
+			errno = -err;
+			return NULL;
+		}
+		level = rw_backend_index(b) + 1;
+	}
+	rw_reglock_write(&pools_lock);
+	pool_request_put((uint64_t)level | (uint64_t)seal << 8, len, meta_len);
+	if (rw_window_depth) {
+		rw_reglock_write_unlock(&pools_lock);
 		rw_die("rare_pool_create", NULL,
 		       "called inside an open window");
+	}
 	pthread_mutex_lock(&registry_lock);
 	/* NULL before the first seal: init's; a pool's own level is set up
 	 * on first use. */
@@ -775,10 +958,10 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 		goto out;
 	}
 	filled = (struct rw_region){.kind = RW_REGION_FREE,
-				    .len = len,
+				    .len = POOL_LEN,
 				    .backend = POOL_BACKEND,
 				    .fd = -1,
-				    .seal = seal};
+				    .seal = POOL_SEAL};
 	/* init ran, or a library sealed itself */
 	if (POOL_BACKEND && rw_table.backend) {
 		err = POOL_BACKEND->create(&filled);
@@ -786,7 +969,7 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 	} else {
 		/* Plain memory until init (or the first rare_write_seal_self())
 		 * adopts it, like a section. */
-		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		void *p = mmap(NULL, POOL_LEN, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		err = p == MAP_FAILED ? -errno : 0;
@@ -794,18 +977,33 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 	}
 	if (err)
 		goto out;
-	created_check(&filled, POOL_BACKEND, len, seal);
-	filled.user_start = filled.start + meta_len;
-	slot_freed(r); /* not moved to a live record meanwhile (15d) */
+	created_check(&filled, POOL_BACKEND, POOL_LEN, POOL_SEAL);
+	filled.user_start = filled.start + POOL_META_LEN;
+	slot_freed("rare_pool_create",
+		   r); /* not moved to a live record meanwhile (15d) */
 	rw_region_fill(r, &filled);
 	/* The backend picks the code that runs on the region: the record's
 	 * copy came through the stack (filled, and the store's own buffer),
-	 * so it is written again until the table holds this call's (15g). */
+	 * so it is written again until the table holds the request's (15g,
+	 * 27m); so are the length and the start of the objects. */
 	while (__atomic_load_n(&r->backend, __ATOMIC_RELAXED) != POOL_BACKEND)
 		TABLE_SET(r->backend, POOL_BACKEND);
+	/* The record as the table holds it, not its stack copy, which
+	 * created_check() saw before the copies and system calls of the
+	 * fill: the request's length, seal and objects, a range and a
+	 * descriptor new to the table; and @r still the free slot. */
+	slot_freed("rare_pool_create", r);
+	if (r->len != POOL_LEN || r->user_start != r->start + POOL_META_LEN ||
+	    r->seal != POOL_SEAL || !record_new(r))
+		rw_die("rare_pool_create", (void *)r->start,
+		       "a new pool's record changed before it was committed (a "
+		       "store into the caller's stack?)");
+	pool_request_mine();
 	rw_region_publish(r, RW_REGION_POOL);
 out:
 	pthread_mutex_unlock(&registry_lock);
+	pool_request_mine();
+	rw_reglock_write_unlock(&pools_lock);
 	if (err) {
 		errno = -err;
 		return NULL;
@@ -840,12 +1038,12 @@ void rw_region_destroy(struct rw_region *r)
 	 * on the stack: the slot just freed, or another thread moved it to a
 	 * live record (the section's: destroy would unmap or punch it). Each
 	 * check right before the use, no call in between (15d). */
-	slot_freed(r);
+	slot_freed("rare_pool_destroy", r);
 	if (r->protected_)
 		r->backend->destroy(r);
 	else /* created before init: still plain memory */
 		munmap((void *)r->start, r->len);
-	slot_freed(r);
+	slot_freed("rare_pool_destroy", r);
 	rw_table_store(r, &(struct rw_region){.kind = RW_REGION_FREE, .fd = -1},
 		       sizeof(*r));
 	pthread_mutex_unlock(&registry_lock);
@@ -962,6 +1160,7 @@ static void fork_prepare(void)
 		       "on a backend that holds fork() off until unmap: it "
 		       "would wait for itself");
 	rw_reglock_write(&views_lock);
+	rw_reglock_write(&pools_lock);
 	pthread_mutex_lock(&registry_lock);
 	rw_reglock_write(&maps_lock);
 	pthread_mutex_lock(&nested_lock);
@@ -989,6 +1188,7 @@ static void fork_parent(void)
 	pthread_mutex_unlock(&nested_lock);
 	rw_reglock_write_unlock(&maps_lock);
 	pthread_mutex_unlock(&registry_lock);
+	rw_reglock_write_unlock(&pools_lock);
 	rw_reglock_write_unlock(&views_lock);
 }
 
@@ -1066,6 +1266,7 @@ static void fork_child(void)
 	pthread_mutex_init(&nested_lock, NULL);
 	__atomic_store_n(&maps_lock, 0, __ATOMIC_RELAXED);
 	pthread_mutex_init(&registry_lock, NULL);
+	__atomic_store_n(&pools_lock, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&views_lock, 0, __ATOMIC_RELAXED);
 }
 

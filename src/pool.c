@@ -40,11 +40,6 @@ static inline __attribute__((always_inline)) void pool_unlock(void)
 	rw_klock_give(RW_KLOCK_POOL);
 }
 
-static size_t round_up(size_t x, size_t to)
-{
-	return (x + to - 1) / to * to;
-}
-
 static __attribute__((noreturn, noinline)) void
 pool_refused(const char *call, const struct rare_pool *pool)
 {
@@ -131,41 +126,43 @@ struct rare_pool *rare_pool_create(size_t capacity)
 struct rare_pool *rare_pool_create_with(size_t capacity,
 					const struct rare_pool_opts *opts)
 {
+	/* Not rw_page_size: getpagesize() is a call, and @opts would cross it
+	 * in a register its callee may save on the stack (27m). */
+	const size_t page = RW_RAWSYS_PAGE;
 	struct rare_pool head;
-	const struct rw_backend *b = NULL;
-	size_t meta_len;
+	size_t meta_len, nr_pages;
 	struct rw_region *r;
 	struct rw_seg seg;
-	int err;
 
-	memset(&head, 0, sizeof(head));
-	head.magic = POOL_MAGIC;
 	if (opts && (opts->flags & ~RARE_POOL_SEAL)) {
 		errno = EINVAL;
-		return NULL;
-	}
-	err = rw_backend_lookup(opts ? opts->backend : NULL, &b);
-	if (err) {
-		errno = -err;
 		return NULL;
 	}
 	if (!capacity || capacity > (SIZE_MAX >> 2)) {
 		errno = capacity ? ENOMEM : EINVAL;
 		return NULL;
 	}
-	head.nr_pages = round_up(capacity, rw_page_size) / rw_page_size;
-	if (head.nr_pages > UINT32_MAX) {
+	nr_pages = (capacity + page - 1) / page;
+	if (nr_pages > UINT32_MAX) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	meta_len = round_up(sizeof(head) +
-				    head.nr_pages * sizeof(struct page_meta),
-			    rw_page_size);
-	r = rw_region_create(meta_len + head.nr_pages * rw_page_size, meta_len,
-			     b, opts && (opts->flags & RARE_POOL_SEAL));
+	meta_len = (sizeof(head) + nr_pages * sizeof(struct page_meta) + page -
+		    1) /
+		   page * page;
+	/* The backend's name, the lengths and the seal go to the core in
+	 * registers, with no call since they came in: it puts them into the
+	 * table before its first call (27m). */
+	r = rw_region_create(meta_len + nr_pages * page, meta_len,
+			     opts ? opts->backend : NULL,
+			     opts && (opts->flags & RARE_POOL_SEAL));
 	if (!r)
 		return NULL;
-	head.objects = r->start + meta_len;
+	memset(&head, 0, sizeof(head));
+	head.magic = POOL_MAGIC;
+	head.nr_pages = nr_pages;
+	head.objects = r->user_start; /* the table's, not @meta_len: it crossed
+					 calls */
 	for (unsigned c = 0; c < NR_CLASSES; c++)
 		head.hint[c] = UINT32_MAX;
 	seg = (struct rw_seg){.region = r,

@@ -81,6 +81,14 @@ struct rw_table {
 	 * (attack 14c). */
 	struct rw_owner owner;
 	struct rw_region regions[RW_MAX_REGIONS];
+	/* pools_lock (core.c): the rare_pool_create() in progress, written
+	 * first from the registers its arguments came in (pool_request_put())
+	 * and read here at every later step: @level, the slot + 1 of the
+	 * pool's own backend (0: the process-wide default) | seal << 8;
+	 * @len and @meta_len; @caller, the call's stack pointer (27m). */
+	struct {
+		uint64_t level, len, meta_len, caller;
+	} pool_request;
 	/* maps_lock */
 	uint64_t nr_maps; /* high-water mark of maps[] */
 	/* The address and length of the rare_write_map() in progress, or

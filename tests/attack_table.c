@@ -112,6 +112,6 @@ const struct attack_expect attack_table[] = {
 	{"27j", {B, B, B, B, B}},
 	{"27k", {B, B, B, B, B}},
 	{"27l", {B, B, O, B, B}},
-	{"27m", {O, O, O, O, O}},
+	{"27m", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
