@@ -95,6 +95,22 @@
  * table to another backend's (mprotect's, pwrite's on mprotect), and the
  * new pool is made and recorded on that one (a downgrade). Half the calls
  * name no backend (the default, read from the table at each use).
+ *
+ * 27n (every backend): rare_pool_create() carried the new slot (a region
+ * record's address) and its start from the table to the head it writes,
+ * through its callees' saved registers and a segment on its stack; the
+ * attacker rewrites every word of the victim's stack equal to them to the
+ * program's section's record and start: the pool's head is written over
+ * the section. The call aborts right after (the head is not where its
+ * region says), but the protected bytes were written first, in sight of
+ * every other thread: here that counts as landed (the trial's SIGABRT
+ * handler compares the section with its snapshot), unlike the
+ * scribbler's rule, where an abort holds.
+ *
+ * 27o (every backend): rare_pool_destroy() found its slot before
+ * registry_lock and carried it past the wait in a register the callee
+ * saves; the attacker rewrites it to another live pool's record, which
+ * is then destroyed in its stead (it leaves the table).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -1299,4 +1315,144 @@ ATTACK("27m", inflight_pool_backend,
 	if_trials(backend_trial, NULL,
 		  "a new pool was recorded on another backend",
 		  "every new pool on the backend asked for");
+}
+
+/* ---- 27n: rare_pool_create()'s head, 27o: rare_pool_destroy()'s slot ---- */
+
+static long if_sect[8] __wr_rare __attribute__((aligned(64)));
+
+static struct {
+	const struct rw_table *table;
+	const struct rw_region *sect; /* the section's record */
+	unsigned char *copy;	      /* its bytes before the race */
+	uint64_t rec, start;	      /* the slot and start create reuses */
+	uint64_t to_rec, to_start;    /* what the attacker makes them */
+	uintptr_t other;	      /* 27o: a live pool of the program's */
+} ifh;
+
+static bool sect_changed(void)
+{
+	return memcmp(ifh.copy, (const void *)ifh.sect->start, ifh.sect->len);
+}
+
+/* The library's abort after the head went astray: whether the section
+ * was written before it. */
+static void head_abort(int sig)
+{
+	(void)sig;
+	if (sect_changed()) {
+		__atomic_add_fetch(ift.stores, ifl.stores, __ATOMIC_SEQ_CST);
+		_exit(IF_LANDED);
+	}
+	signal(SIGABRT, SIG_DFL);
+	raise(SIGABRT);
+}
+
+static void *head_victim(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < IF_CALLS / 10; i++) {
+		struct rare_pool *pool = rare_pool_create(4096);
+
+		if (!pool)
+			break;
+		rare_pool_destroy(pool);
+		if (ifh.other && !if_region_of((void *)ifh.other))
+			break;
+	}
+	return NULL;
+}
+
+__attribute__((no_sanitize_address)) static void *head_attacker(void *arg)
+{
+	(void)arg;
+	while (!ifl.done)
+		for (volatile uint64_t *p = ifl.lo; p < ifl.hi; p++) {
+			uint64_t v = *p;
+
+			if (v == ifh.rec)
+				*p = ifh.to_rec;
+			else if (ifh.to_start && v == ifh.start)
+				*p = ifh.to_start;
+			else
+				continue;
+			ifl.stores++;
+		}
+	return NULL;
+}
+
+/* The slot and start a pool created and destroyed here takes (the loop
+ * reuses them: the first free slot, the same mapping). */
+static bool head_setup(void)
+{
+	struct rare_pool *p;
+	const struct rw_region *r;
+
+	ifb.table = ifh.table = attack_lib_sym("rw_table");
+	if (!ifh.table)
+		return false;
+	rare_write(if_sect[0], 0x5ec7105ec7105ecL);
+	ifh.sect = if_region_of(if_sect);
+	p = rare_pool_create(4096);
+	r = p ? if_region_of(p) : NULL;
+	if (!ifh.sect || !r)
+		return false;
+	ifh.rec = (uint64_t)(uintptr_t)r;
+	ifh.start = r->start;
+	rare_pool_destroy(p);
+	return true;
+}
+
+static int head_trial(void *arg)
+{
+	(void)arg;
+	if (!head_setup())
+		return IF_BROKEN;
+	ifh.to_rec = (uint64_t)(uintptr_t)ifh.sect;
+	ifh.to_start = ifh.sect->start;
+	ifh.copy = malloc(ifh.sect->len);
+	if (!ifh.copy)
+		return IF_BROKEN;
+	memcpy(ifh.copy, (const void *)ifh.sect->start, ifh.sect->len);
+	signal(SIGABRT, head_abort);
+	if_race(head_victim, if_attacker(head_attacker), NULL);
+	return sect_changed() ? IF_LANDED : IF_HELD;
+}
+
+ATTACK("27n", inflight_pool_head,
+       "rewrite the slot and start `rare_pool_create` carries to the new "
+       "pool's head (registers saved on its stack, the head's segment) to "
+       "the section's: the head is written over the section")
+{
+	if_trials(head_trial, NULL,
+		  "a new pool's head was written over the section (then the "
+		  "library aborted)",
+		  "the section unchanged");
+}
+
+static int slot_trial(void *arg)
+{
+	struct rare_pool *other;
+	const struct rw_region *o;
+
+	(void)arg;
+	ifb.table = ifh.table = attack_lib_sym("rw_table");
+	other = rare_pool_create(
+		4096); /* first: the loop takes the next slot */
+	o = other && ifh.table ? if_region_of(other) : NULL;
+	if (!o || !head_setup())
+		return IF_BROKEN;
+	ifh.other = (uintptr_t)other;
+	ifh.to_rec = (uint64_t)(uintptr_t)o;
+	ifh.to_start = 0;
+	if_race(head_victim, if_attacker(head_attacker), NULL);
+	return if_region_of(other) ? IF_HELD : IF_LANDED;
+}
+
+ATTACK("27o", inflight_pool_slot,
+       "rewrite the slot `rare_pool_destroy` carries past its lock wait "
+       "to another live pool's record: that pool is destroyed instead")
+{
+	if_trials(slot_trial, NULL, "another live pool was destroyed",
+		  "the other pool still live");
 }
