@@ -843,10 +843,10 @@ pool_request_put(uint64_t level, uint64_t len, uint64_t meta_len)
 
 	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
 	    !RW_RAWSYS_INLINE) {
-		__typeof__(rw_table.pool_request) req = {level, len, meta_len,
-							 caller};
+		/* The first four words, as the asm below. */
+		const uint64_t req[4] = {level, len, meta_len, caller};
 
-		rw_table_store(&rw_table.pool_request, &req, sizeof(req));
+		rw_table_store(&rw_table.pool_request, req, sizeof(req));
 		return;
 	}
 #if RW_RAWSYS_INLINE
@@ -908,22 +908,103 @@ record_new(const struct rw_region *r)
 	return true;
 }
 
+/*
+ * Record the index of the region slot the call fills or frees in the
+ * request, pools_lock held, from the register it is in (no function call
+ * since it was found), and compare it after, as pool_request_put().
+ */
+static inline __attribute__((always_inline)) void
+pool_slot_put(const char *call, uint64_t slot)
+{
+	long bad = 0;
+
+	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
+	    !RW_RAWSYS_INLINE) {
+		rw_table_store(&rw_table.pool_request.slot, &slot,
+			       sizeof(slot));
+		bad = POOL_REQ(slot) != slot;
+	}
+#if RW_RAWSYS_INLINE
+	else
+		__asm__ volatile("sub $128, %%rsp\n\t" /* the red zone */
+				 "push %[slot]\n\t"
+				 "mov %[fd], %%edi\n\t"
+				 "mov %%rsp, %%rsi\n\t"
+				 "mov $8, %%edx\n\t"
+				 "mov %[off], %%r10\n\t"
+				 "mov %[nr], %%eax\n\t"
+				 "syscall\n\t"
+				 "add $136, %%rsp\n\t"
+				 "cmp $8, %%rax\n\t"
+				 "jne 1f\n\t"
+				 "xor %%eax, %%eax\n\t"
+				 "cmp %[slot], (%[at])\n\t"
+				 "je 2f\n"
+				 "1:\tmov $1, %%eax\n"
+				 "2:"
+				 : "=&a"(bad)
+				 : [fd] "m"(rw_table.vault_fd),
+				   [at] "r"(&rw_table.pool_request.slot),
+				   [off] "i"(__builtin_offsetof(
+					   struct rw_table, pool_request.slot)),
+				   [slot] "r"(slot), [nr] "i"(SYS_pwrite64)
+				 : "rdi", "rsi", "rdx", "r10", "rcx", "r11",
+				   "memory", "cc");
+#endif
+	if (bad || slot >= RW_MAX_REGIONS)
+		rw_die(call, NULL,
+		       "the pool's slot changed on its way to the table (a "
+		       "store into the caller's stack?)");
+}
+
 /* Abort unless the request in the table is still this call's: pools_lock
  * is a word a store can release, and another thread's creation then puts
  * its own over it midway. */
-static inline __attribute__((always_inline)) void pool_request_mine(void)
+static inline __attribute__((always_inline)) void
+pool_request_mine(const char *call)
 {
 	if (POOL_REQ(caller) != map_caller())
-		rw_die("rare_pool_create", NULL,
+		rw_die(call, NULL,
 		       "another thread's pool request replaced this one while "
 		       "it ran (a store released pools_lock?)");
+}
+
+/*
+ * Store @len bytes from @src at @dst in the table, for pool creation and
+ * destruction: like rw_table_store(), but inline, so that @dst, which the
+ * caller computes from the table's request right before, stays in a
+ * register to the system call. rw_table_store() takes it through
+ * rw_owner_check() and rw_vault_store()'s copies, whose callees may save
+ * it on the stack: a store there moved a new pool's record over another
+ * live pool's (27o). What @src holds can still be changed until the
+ * kernel copies it: every caller reads the table back after.
+ */
+static inline __attribute__((always_inline)) void
+table_put(const char *call, void *dst, const void *src, size_t len)
+{
+	const volatile uint64_t *page = rw_table.owner.token_page;
+	long n;
+
+	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
+	    !RW_RAWSYS_INLINE) {
+		rw_table_store(dst, src, len);
+		return;
+	}
+	if (page ? *page != rw_table.owner.token
+		 : rw_sys(SYS_getpid, 0, 0, 0) != rw_table.owner.pid)
+		rw_owner_check(call, dst); /* dies */
+	n = rw_sys6(SYS_pwrite64, rw_table.vault_fd, (long)src, (long)len,
+		    (long)((uintptr_t)dst - (uintptr_t)&rw_table), 0, 0);
+	if (n != (long)len)
+		rw_die(call, dst, "cannot write the library's table: %s",
+		       n < 0 ? strerror((int)-n) : "short write");
 }
 
 struct rw_region *rw_region_create(size_t len, size_t meta_len,
 				   const char *name, bool seal)
 {
 	long level = level_named(name);
-	struct rw_region *r = NULL, filled;
+	struct rw_region *r, filled;
 	int err;
 
 	if (level < 0) {
@@ -957,6 +1038,9 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 		err = -ENOMEM;
 		goto out;
 	}
+	/* From here on the slot is the request's (RW_POOL_SLOT): @r would
+	 * cross the calls below in a register their callees save (27n). */
+	pool_slot_put("rare_pool_create", (uint64_t)(r - rw_table.regions));
 	filled = (struct rw_region){.kind = RW_REGION_FREE,
 				    .len = POOL_LEN,
 				    .backend = POOL_BACKEND,
@@ -978,75 +1062,141 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 	if (err)
 		goto out;
 	created_check(&filled, POOL_BACKEND, POOL_LEN, POOL_SEAL);
-	filled.user_start = filled.start + POOL_META_LEN;
-	slot_freed("rare_pool_create",
-		   r); /* not moved to a live record meanwhile (15d) */
-	rw_region_fill(r, &filled);
+	/* The head is written through the public write path below, so its
+	 * bookkeeping is open to it until then; raised after. */
+	filled.user_start = filled.start;
+	slot_freed("rare_pool_create", RW_POOL_SLOT);
+	filled.kind = RW_REGION_FREE; /* still free to lookups */
+	table_put("rare_pool_create", RW_POOL_SLOT, &filled, sizeof(filled));
 	/* The backend picks the code that runs on the region: the record's
-	 * copy came through the stack (filled, and the store's own buffer),
-	 * so it is written again until the table holds the request's (15g,
-	 * 27m); so are the length and the start of the objects. */
-	while (__atomic_load_n(&r->backend, __ATOMIC_RELAXED) != POOL_BACKEND)
-		TABLE_SET(r->backend, POOL_BACKEND);
+	 * copy came through the stack, so it is written again until the
+	 * table holds the request's (15g, 27m). */
+	while (__atomic_load_n(&RW_POOL_SLOT->backend, __ATOMIC_RELAXED) !=
+	       POOL_BACKEND) {
+		const struct rw_backend *b = POOL_BACKEND;
+
+		table_put("rare_pool_create", &RW_POOL_SLOT->backend, &b,
+			  sizeof(b));
+	}
 	/* The record as the table holds it, not its stack copy, which
 	 * created_check() saw before the copies and system calls of the
-	 * fill: the request's length, seal and objects, a range and a
-	 * descriptor new to the table; and @r still the free slot. */
-	slot_freed("rare_pool_create", r);
-	if (r->len != POOL_LEN || r->user_start != r->start + POOL_META_LEN ||
-	    r->seal != POOL_SEAL || !record_new(r))
-		rw_die("rare_pool_create", (void *)r->start,
+	 * fill: the request's length and seal, a range and a descriptor new
+	 * to the table, and the slot still free. */
+	slot_freed("rare_pool_create", RW_POOL_SLOT);
+	if (RW_POOL_SLOT->len != POOL_LEN ||
+	    RW_POOL_SLOT->user_start != RW_POOL_SLOT->start ||
+	    RW_POOL_SLOT->seal != POOL_SEAL || !record_new(RW_POOL_SLOT))
+		rw_die("rare_pool_create", (void *)RW_POOL_SLOT->start,
 		       "a new pool's record changed before it was committed (a "
 		       "store into the caller's stack?)");
-	pool_request_mine();
-	rw_region_publish(r, RW_REGION_POOL);
+	pool_request_mine("rare_pool_create");
+	/* Published (as rw_region_publish(), the slot from the table at each
+	 * step): the kind last, then the high-water mark, each read back. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	{
+		enum rw_region_kind k = RW_REGION_POOL;
+		unsigned nr = rw_table.nr_regions + 1;
+
+		table_put("rare_pool_create", &RW_POOL_SLOT->kind, &k,
+			  sizeof(k));
+		if (RW_POOL_SLOT == &rw_table.regions[rw_table.nr_regions])
+			table_put("rare_pool_create", &rw_table.nr_regions, &nr,
+				  sizeof(nr));
+	}
+	if (RW_POOL_SLOT->kind != RW_REGION_POOL ||
+	    RW_POOL_SLOT >= &rw_table.regions[rw_table.nr_regions] ||
+	    RW_POOL_SLOT->len != POOL_LEN || RW_POOL_SLOT->seal != POOL_SEAL)
+		rw_die("rare_pool_create", (void *)RW_POOL_SLOT->start,
+		       "a new pool's record changed while it was published (a "
+		       "store into the caller's stack?)");
+	/* The head, to the request's slot from registers (27n), then the
+	 * bookkeeping closed to the program's writes, then the head read
+	 * back: the one the region implies, or abort. */
+	rw_pool_head_write();
+	{
+		uintptr_t u = RW_POOL_SLOT->start + POOL_META_LEN;
+
+		table_put("rare_pool_create", &RW_POOL_SLOT->user_start, &u,
+			  sizeof(u));
+	}
+	if (RW_POOL_SLOT->user_start != RW_POOL_SLOT->start + POOL_META_LEN)
+		rw_die("rare_pool_create", (void *)RW_POOL_SLOT->start,
+		       "a new pool's bookkeeping was not closed (a store into "
+		       "the caller's stack?)");
+	rw_pool_head_verify(RW_POOL_SLOT);
 out:
 	pthread_mutex_unlock(&registry_lock);
-	pool_request_mine();
+	pool_request_mine("rare_pool_create");
+	/* What is handed back: the request's slot, with no call until the
+	 * caller reads its start. */
+	r = err ? NULL : RW_POOL_SLOT;
 	rw_reglock_write_unlock(&pools_lock);
-	if (err) {
+	if (err)
 		errno = -err;
-		return NULL;
-	}
 	return r;
 }
 #undef POOL_BACKEND
 
 /*
- * @r came from a lookup before the lock wait, in memory another thread can
- * rewrite: after the wait it must still be a pool's slot of the table, and
- * what destroy uses (the range, the descriptor, the ops table) is read from
- * that slot, never from a copy on the stack (the scribbler, 15d).
+ * The pool at @pool: its slot is found under pools_lock, inline, and put
+ * into the table's request from the register it was found in (27o: a slot
+ * carried past registry_lock's wait was rewritten to another live pool's,
+ * which was destroyed instead). After the wait it must still be a pool's
+ * slot, and what destroy uses (the range, the descriptor, the ops table)
+ * is read from that slot at each use, never from a copy on the stack.
  */
-void rw_region_destroy(struct rw_region *r)
+void rw_region_destroy(const void *pool)
 {
-	uintptr_t at;
+	unsigned nr = __atomic_load_n(&rw_table.nr_regions, __ATOMIC_ACQUIRE);
+	uint64_t i;
 
-	if (rw_window_depth)
-		rw_die("rare_pool_destroy", (void *)r->start,
+	rw_reglock_write(&pools_lock);
+	for (i = 0; i < nr && i < RW_MAX_REGIONS; i++)
+		if (__atomic_load_n(&rw_table.regions[i].kind,
+				    __ATOMIC_ACQUIRE) == RW_REGION_POOL &&
+		    rw_table.regions[i].start == (uintptr_t)pool)
+			break;
+	if (i == nr || i == RW_MAX_REGIONS) {
+		rw_reglock_write_unlock(&pools_lock);
+		rw_die("rare_pool_destroy", pool, "not a live rare_pool");
+	}
+	pool_request_put(0, 0, 0);
+	pool_slot_put("rare_pool_destroy", i);
+	if (rw_window_depth) {
+		rw_reglock_write_unlock(&pools_lock);
+		rw_die("rare_pool_destroy", pool,
 		       "called inside an open window");
+	}
 	pthread_mutex_lock(&registry_lock);
-	at = (uintptr_t)r - (uintptr_t)rw_table.regions;
-	if (at >= sizeof(rw_table.regions) || at % sizeof(*r) ||
-	    r->kind != RW_REGION_POOL ||
-	    (r->protected_ && rw_backend_index(r->backend) < 0))
-		rw_die("rare_pool_destroy", r,
+	if (RW_POOL_SLOT->kind != RW_REGION_POOL ||
+	    (RW_POOL_SLOT->protected_ &&
+	     rw_backend_index(RW_POOL_SLOT->backend) < 0))
+		rw_die("rare_pool_destroy", RW_POOL_SLOT,
 		       "not a live pool's record (a store into the caller's "
 		       "stack?)");
-	TABLE_SET(r->kind, RW_REGION_FREE); /* lookups stop matching first */
-	/* @r came back from TABLE_SET()'s callees, which may have saved it
-	 * on the stack: the slot just freed, or another thread moved it to a
-	 * live record (the section's: destroy would unmap or punch it). Each
-	 * check right before the use, no call in between (15d). */
-	slot_freed("rare_pool_destroy", r);
-	if (r->protected_)
-		r->backend->destroy(r);
+	/* Lookups stop matching first. */
+	{
+		enum rw_region_kind k = RW_REGION_FREE;
+
+		table_put("rare_pool_destroy", &RW_POOL_SLOT->kind, &k,
+			  sizeof(k));
+	}
+	slot_freed("rare_pool_destroy", RW_POOL_SLOT);
+	if (RW_POOL_SLOT->protected_)
+		RW_POOL_SLOT->backend->destroy(RW_POOL_SLOT);
 	else /* created before init: still plain memory */
-		munmap((void *)r->start, r->len);
-	slot_freed("rare_pool_destroy", r);
-	rw_table_store(r, &(struct rw_region){.kind = RW_REGION_FREE, .fd = -1},
-		       sizeof(*r));
+		munmap((void *)RW_POOL_SLOT->start, RW_POOL_SLOT->len);
+	{
+		const struct rw_region none = {.kind = RW_REGION_FREE,
+					       .fd = -1};
+
+		table_put("rare_pool_destroy", RW_POOL_SLOT, &none,
+			  sizeof(none));
+	}
+	slot_freed("rare_pool_destroy", RW_POOL_SLOT);
+	pool_request_mine("rare_pool_destroy");
 	pthread_mutex_unlock(&registry_lock);
+	rw_reglock_write_unlock(&pools_lock);
 }
 
 /* A section the linker did not page-align: linked without the fragment. */

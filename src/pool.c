@@ -100,7 +100,7 @@ static bool head_fixed_ok(const struct rw_region *r)
  * store there moved the head into the object pages or gave it another
  * pool's object pages (27k), or made it longer over the page records.
  */
-static void head_verify(const struct rw_region *r)
+void rw_pool_head_verify(const struct rw_region *r)
 {
 	const struct rare_pool *pool = (const struct rare_pool *)r->start;
 	bool ok = head_fixed_ok(r) && !pool->bump;
@@ -129,10 +129,8 @@ struct rare_pool *rare_pool_create_with(size_t capacity,
 	/* Not rw_page_size: getpagesize() is a call, and @opts would cross it
 	 * in a register its callee may save on the stack (27m). */
 	const size_t page = RW_RAWSYS_PAGE;
-	struct rare_pool head;
 	size_t meta_len, nr_pages;
 	struct rw_region *r;
-	struct rw_seg seg;
 
 	if (opts && (opts->flags & ~RARE_POOL_SEAL)) {
 		errno = EINVAL;
@@ -147,38 +145,53 @@ struct rare_pool *rare_pool_create_with(size_t capacity,
 		errno = ENOMEM;
 		return NULL;
 	}
-	meta_len = (sizeof(head) + nr_pages * sizeof(struct page_meta) + page -
-		    1) /
+	meta_len = (sizeof(struct rare_pool) +
+		    nr_pages * sizeof(struct page_meta) + page - 1) /
 		   page * page;
 	/* The backend's name, the lengths and the seal go to the core in
 	 * registers, with no call since they came in: it puts them into the
-	 * table before its first call (27m). */
+	 * table before its first call (27m), and writes the head
+	 * (rw_pool_head_write()). */
 	r = rw_region_create(meta_len + nr_pages * page, meta_len,
 			     opts ? opts->backend : NULL,
 			     opts && (opts->flags & RARE_POOL_SEAL));
-	if (!r)
-		return NULL;
+	return r ? (struct rare_pool *)r->start : NULL;
+}
+
+/*
+ * The new pool's head, for rw_region_create() (pools_lock and
+ * registry_lock held): built here from the table's record of the slot in
+ * the table's request, and written through the public write path, the
+ * destination loaded from the table right before the call (the backend's
+ * write_one keeps it in registers to the store). A head built on the stack
+ * and handed over as a segment went wherever a store moved the segment or
+ * the slot (27n: over the section); only its bytes can be changed now,
+ * which rw_pool_head_verify() reads back (27k).
+ */
+void rw_pool_head_write(void)
+{
+	const size_t page = RW_RAWSYS_PAGE;
+	struct rare_pool head;
+
 	memset(&head, 0, sizeof(head));
 	head.magic = POOL_MAGIC;
-	head.nr_pages = nr_pages;
-	head.objects = r->user_start; /* the table's, not @meta_len: it crossed
-					 calls */
+	head.objects =
+		RW_POOL_SLOT->start + (size_t)rw_table.pool_request.meta_len;
+	head.nr_pages =
+		(RW_POOL_SLOT->start + RW_POOL_SLOT->len - head.objects) / page;
 	for (unsigned c = 0; c < NR_CLASSES; c++)
 		head.hint[c] = UINT32_MAX;
-	seg = (struct rw_seg){.region = r,
-			      .dst = (void *)r->start,
-			      .src = &head,
-			      .len = sizeof(head)};
-	rw_write(&seg, 1);
-	head_verify(r);
-	return (struct rare_pool *)r->start;
+	rw_write_args("rare_pool_create", (void *)RW_POOL_SLOT->start, &head,
+		      sizeof(head), 0);
 }
 
 void rare_pool_destroy(struct rare_pool *pool)
 {
 	if (!pool)
 		return;
-	rw_region_destroy(pool_region("rare_pool_destroy", pool));
+	/* Found by the core under its lock, not here: a slot found before
+	 * the wait crossed it (27o). */
+	rw_region_destroy(pool);
 }
 
 static unsigned size_class(size_t size)
