@@ -25,6 +25,7 @@
 #include "internal.h"
 #include "critical.h"
 #include "table.h"
+#include "pool_layout.h"
 #include "region_find.h"
 #include "rawsys.h"
 #include "reglock.h"
@@ -759,35 +760,16 @@ bad:
  * registers and compared with them; every later step reads the table's
  * request (POOL_*), never a copy a callee may have saved.
  */
-extern const struct rw_backend rw_backend_pkey RW_HIDDEN;
-extern const struct rw_backend rw_backend_pwrite RW_HIDDEN;
-extern const struct rw_backend rw_backend_shadow RW_HIDDEN;
-extern const struct rw_backend rw_backend_mprotect RW_HIDDEN;
-extern const struct rw_backend rw_backend_process RW_HIDDEN;
-
-/* Serialises pool creation's request in the table; taken before
- * registry_lock (the lock order above). */
+/* Serialises pool creation and destruction and their request in the
+ * table; taken before registry_lock (the lock order above). */
 static uint32_t pools_lock;
 
-/* The backend of slot @i (enum rw_backend_id): a link-time address, no
- * load from writable memory, no call. */
+/* The backend of slot @i (enum rw_backend_id): a load from read-only
+ * data (backends.c), no call. */
 static inline __attribute__((always_inline)) const struct rw_backend *
 backend_of_slot(uint64_t i)
 {
-	switch (i) {
-	case RW_BACKEND_PKEY:
-		return &rw_backend_pkey;
-	case RW_BACKEND_PWRITE:
-		return &rw_backend_pwrite;
-	case RW_BACKEND_SHADOW:
-		return &rw_backend_shadow;
-	case RW_BACKEND_MPROTECT:
-		return &rw_backend_mprotect;
-	case RW_BACKEND_PROCESS:
-		return &rw_backend_process;
-	default:
-		return NULL;
-	}
+	return i < RW_NR_BACKENDS ? rw_backends_ops[i] : NULL;
 }
 
 /* Whether the program's string @a is the backend name @b; inline, byte by
@@ -1000,6 +982,58 @@ table_put(const char *call, void *dst, const void *src, size_t len)
 		       n < 0 ? strerror((int)-n) : "short write");
 }
 
+/*
+ * A new pool's head, read back after its write: the one its region
+ * implies, no name, no page handed out, every hint empty and every page
+ * record zero, or abort. The head and its segment wait on the stack for
+ * the backend, which checks only that the segment lies in the region: a
+ * store there moved the head into the object pages or gave it another
+ * pool's object pages (27k), or made it longer over the page records.
+ */
+static void pool_head_verify(const struct rw_region *r)
+{
+	const struct rare_pool *pool = (const struct rare_pool *)r->start;
+	bool ok = rw_pool_head_fixed_ok(r) && !pool->bump;
+
+	for (size_t i = 0; i < sizeof(pool->name); i++)
+		ok = ok && !pool->name[i];
+	for (unsigned c = 0; c < NR_CLASSES; c++)
+		ok = ok && pool->hint[c] == UINT32_MAX;
+	if (ok)
+		ok = rw_pool_all_zero(pool->meta,
+				      pool->nr_pages * sizeof(pool->meta[0]));
+	if (!ok)
+		rw_die("rare_pool_create", pool,
+		       "the pool's head is not the one its region implies (a "
+		       "store into the caller's stack?)");
+}
+
+/*
+ * The new pool's head, for rw_region_create() (pools_lock and
+ * registry_lock held): built from the table's record of the slot in the
+ * table's request, and written through the public write path, the
+ * destination loaded from the table right before the call (the backend's
+ * write_one keeps it in registers to the store). A head built on the stack
+ * and handed over as a segment went wherever a store moved the segment or
+ * the slot (27n: over the section); only its bytes can be changed now,
+ * which pool_head_verify() reads back (27k).
+ */
+static void pool_head_write(void)
+{
+	const size_t page = RW_RAWSYS_PAGE;
+	struct rare_pool head;
+
+	memset(&head, 0, sizeof(head));
+	head.magic = POOL_MAGIC;
+	head.objects = RW_POOL_SLOT->start + POOL_META_LEN;
+	head.nr_pages =
+		(RW_POOL_SLOT->start + RW_POOL_SLOT->len - head.objects) / page;
+	for (unsigned c = 0; c < NR_CLASSES; c++)
+		head.hint[c] = UINT32_MAX;
+	rw_write_args("rare_pool_create", (void *)RW_POOL_SLOT->start, &head,
+		      sizeof(head), 0);
+}
+
 struct rw_region *rw_region_create(size_t len, size_t meta_len,
 				   const char *name, bool seal)
 {
@@ -1112,7 +1146,7 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 	/* The head, to the request's slot from registers (27n), then the
 	 * bookkeeping closed to the program's writes, then the head read
 	 * back: the one the region implies, or abort. */
-	rw_pool_head_write();
+	pool_head_write();
 	{
 		uintptr_t u = RW_POOL_SLOT->start + POOL_META_LEN;
 
@@ -1123,7 +1157,7 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 		rw_die("rare_pool_create", (void *)RW_POOL_SLOT->start,
 		       "a new pool's bookkeeping was not closed (a store into "
 		       "the caller's stack?)");
-	rw_pool_head_verify(RW_POOL_SLOT);
+	pool_head_verify(RW_POOL_SLOT);
 out:
 	pthread_mutex_unlock(&registry_lock);
 	pool_request_mine("rare_pool_create");
@@ -1174,6 +1208,7 @@ void rw_region_destroy(const void *pool)
 		rw_die("rare_pool_destroy", RW_POOL_SLOT,
 		       "not a live pool's record (a store into the caller's "
 		       "stack?)");
+	pool_request_mine("rare_pool_destroy");
 	/* Lookups stop matching first. */
 	{
 		enum rw_region_kind k = RW_REGION_FREE;

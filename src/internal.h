@@ -291,12 +291,9 @@ RW_HIDDEN int rw_backend_lookup(const char *name,
 /* Destroy the pool region that starts at @pool, or abort naming
  * rare_pool_destroy (not a live pool). */
 RW_HIDDEN void rw_region_destroy(const void *pool);
-/* pool.c, for rw_region_create(), pools_lock and registry_lock held: write
- * the head of the new pool in the table's request slot (its record's
- * user_start still its start), and check it once the record's bookkeeping
- * is the library's again. */
-RW_HIDDEN void rw_pool_head_write(void);
-RW_HIDDEN void rw_pool_head_verify(const struct rw_region *r);
+/* backends.c: the ops tables by slot (enum rw_backend_id). */
+RW_HIDDEN extern const struct rw_backend *const rw_backends_ops[];
+
 /* The region wholly holding [addr, addr + len), or abort naming @call. */
 RW_HIDDEN struct rw_region *rw_region_of(const char *call, const void *addr,
 					 size_t len);

@@ -66,58 +66,6 @@ pool_region(const char *call, const struct rare_pool *pool)
 	pool_refused(call, pool);
 }
 
-/* Whether @size bytes at @obj (a multiple of 8) all read zero. */
-static bool all_zero(const void *obj, size_t size)
-{
-	const volatile uint64_t *w = obj;
-
-	for (size_t i = 0; i < size / sizeof(*w); i++)
-		if (w[i])
-			return false;
-	return true;
-}
-
-/*
- * The fields of @r's pool head that never change after its creation: the
- * ones its region (the table's record) implies. Compared field by field
- * with values computed here, not with an expected head built on the
- * stack, which the store that changed the head rewrites too.
- */
-static bool head_fixed_ok(const struct rw_region *r)
-{
-	const struct rare_pool *pool = (const struct rare_pool *)r->start;
-
-	return pool->magic == POOL_MAGIC && pool->objects == r->user_start &&
-	       pool->nr_pages ==
-		       (r->start + r->len - r->user_start) / rw_page_size;
-}
-
-/*
- * A new pool's head, read back after its write: the one its region
- * implies, no name, no page handed out, every hint empty and every page
- * record zero, or abort. The head and its segment wait on the stack for
- * the backend, which checks only that the segment lies in the region: a
- * store there moved the head into the object pages or gave it another
- * pool's object pages (27k), or made it longer over the page records.
- */
-void rw_pool_head_verify(const struct rw_region *r)
-{
-	const struct rare_pool *pool = (const struct rare_pool *)r->start;
-	bool ok = head_fixed_ok(r) && !pool->bump;
-
-	for (size_t i = 0; i < sizeof(pool->name); i++)
-		ok = ok && !pool->name[i];
-	for (unsigned c = 0; c < NR_CLASSES; c++)
-		ok = ok && pool->hint[c] == UINT32_MAX;
-	if (ok)
-		ok = all_zero(pool->meta,
-			      pool->nr_pages * sizeof(pool->meta[0]));
-	if (!ok)
-		rw_die("rare_pool_create", pool,
-		       "the pool's head is not the one its region implies (a "
-		       "store into the caller's stack?)");
-}
-
 struct rare_pool *rare_pool_create(size_t capacity)
 {
 	return rare_pool_create_with(capacity, NULL);
@@ -151,38 +99,11 @@ struct rare_pool *rare_pool_create_with(size_t capacity,
 	/* The backend's name, the lengths and the seal go to the core in
 	 * registers, with no call since they came in: it puts them into the
 	 * table before its first call (27m), and writes the head
-	 * (rw_pool_head_write()). */
+	 * (pool_head_write() there). */
 	r = rw_region_create(meta_len + nr_pages * page, meta_len,
 			     opts ? opts->backend : NULL,
 			     opts && (opts->flags & RARE_POOL_SEAL));
 	return r ? (struct rare_pool *)r->start : NULL;
-}
-
-/*
- * The new pool's head, for rw_region_create() (pools_lock and
- * registry_lock held): built here from the table's record of the slot in
- * the table's request, and written through the public write path, the
- * destination loaded from the table right before the call (the backend's
- * write_one keeps it in registers to the store). A head built on the stack
- * and handed over as a segment went wherever a store moved the segment or
- * the slot (27n: over the section); only its bytes can be changed now,
- * which rw_pool_head_verify() reads back (27k).
- */
-void rw_pool_head_write(void)
-{
-	const size_t page = RW_RAWSYS_PAGE;
-	struct rare_pool head;
-
-	memset(&head, 0, sizeof(head));
-	head.magic = POOL_MAGIC;
-	head.objects =
-		RW_POOL_SLOT->start + (size_t)rw_table.pool_request.meta_len;
-	head.nr_pages =
-		(RW_POOL_SLOT->start + RW_POOL_SLOT->len - head.objects) / page;
-	for (unsigned c = 0; c < NR_CLASSES; c++)
-		head.hint[c] = UINT32_MAX;
-	rw_write_args("rare_pool_create", (void *)RW_POOL_SLOT->start, &head,
-		      sizeof(head), 0);
 }
 
 void rare_pool_destroy(struct rare_pool *pool)
@@ -276,11 +197,11 @@ static const unsigned char zero_page[4096] __attribute__((aligned(64)));
  */
 static void zero_object(const char *call, void *obj, size_t size)
 {
-	if (all_zero(obj, size))
+	if (rw_pool_all_zero(obj, size))
 		return;
 	rw_write_args(call, obj, size <= sizeof(zero_page) ? zero_page : NULL,
 		      size, 0);
-	if (!all_zero(obj, size))
+	if (!rw_pool_all_zero(obj, size))
 		rw_die(call, obj,
 		       "the freed object was not zeroed (a store into the "
 		       "caller's stack?)");
@@ -313,7 +234,7 @@ int rare_pool_set_name(struct rare_pool *pool, const char *name)
 		/* The rest of the head too: a segment made longer went
 		 * over the fields after the name. */
 		if (memcmp(pool->name, copy, sizeof(copy)) ||
-		    !head_fixed_ok(r)) {
+		    !rw_pool_head_fixed_ok(r)) {
 			pool_unlock();
 			rw_die("rare_pool_set_name", pool,
 			       "the name was not written to the pool's head (a "

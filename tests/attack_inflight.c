@@ -110,7 +110,8 @@
  * 27o (every backend): rare_pool_destroy() found its slot before
  * registry_lock and carried it past the wait in a register the callee
  * saves; the attacker rewrites it to another live pool's record, which
- * is then destroyed in its stead (it leaves the table).
+ * is then destroyed in its stead (it leaves the table, or its pages are
+ * unmapped under its record).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -1348,6 +1349,13 @@ static void head_abort(int sig)
 	raise(SIGABRT);
 }
 
+static bool if_mapped(const void *p)
+{
+	unsigned char v;
+
+	return !mincore((void *)p, 4096, &v);
+}
+
 static void *head_victim(void *arg)
 {
 	(void)arg;
@@ -1357,7 +1365,8 @@ static void *head_victim(void *arg)
 		if (!pool)
 			break;
 		rare_pool_destroy(pool);
-		if (ifh.other && !if_region_of((void *)ifh.other))
+		if (ifh.other && (!if_region_of((void *)ifh.other) ||
+				  !if_mapped((void *)ifh.other)))
 			break;
 	}
 	return NULL;
@@ -1446,7 +1455,9 @@ static int slot_trial(void *arg)
 	ifh.to_rec = (uint64_t)(uintptr_t)o;
 	ifh.to_start = 0;
 	if_race(head_victim, if_attacker(head_attacker), NULL);
-	return if_region_of(other) ? IF_HELD : IF_LANDED;
+	/* Out of the table, or its pages unmapped under a record that
+	 * stayed (a backend's destroy() on the moved record). */
+	return if_region_of(other) && if_mapped(other) ? IF_HELD : IF_LANDED;
 }
 
 ATTACK("27o", inflight_pool_slot,
