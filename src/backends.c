@@ -47,6 +47,16 @@ _Static_assert(NR_BACKENDS == RW_NR_BACKENDS,
 _Static_assert(NR_BACKENDS <= RW_MAX_BACKENDS,
 	       "more backends than the core's table has slots for");
 
+/* The ops tables by slot, read-only data: the core reads a pool's backend
+ * from here with a load, no call (core.c, pool creation: 27m). */
+const struct rw_backend *const rw_backends_ops[RW_NR_BACKENDS] = {
+	[RW_BACKEND_PKEY] = &rw_backend_pkey,
+	[RW_BACKEND_PWRITE] = &rw_backend_pwrite,
+	[RW_BACKEND_SHADOW] = &rw_backend_shadow,
+	[RW_BACKEND_MPROTECT] = &rw_backend_mprotect,
+	[RW_BACKEND_PROCESS] = &rw_backend_process,
+};
+
 const struct rw_backend *rw_backend_at(unsigned i)
 {
 	return i < NR_BACKENDS ? registry[i].ops : NULL;

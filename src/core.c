@@ -25,13 +25,14 @@
 #include "internal.h"
 #include "critical.h"
 #include "table.h"
+#include "pool_layout.h"
 #include "region_find.h"
 #include "rawsys.h"
 #include "reglock.h"
 
 /*
  * Lock order, the order fork_prepare() takes them in: views_lock,
- * registry_lock, maps_lock, nested_lock, then the backends' own
+ * pools_lock, registry_lock, maps_lock, nested_lock, then the backends' own
  * (their fork_prepare hooks: the memfd write lock, flip_lock, records_lock,
  * the process write lock). A thread holds views_lock shared from
  * rare_write_map() to rare_write_unmap() on a backend whose view must not
@@ -703,13 +704,13 @@ static int backend_use(const struct rw_backend *b)
 /* Abort unless @r is a free slot of the table: a pointer to a slot that a
  * call may have saved on the stack, checked right before its use. */
 static inline __attribute__((always_inline)) void
-slot_freed(const struct rw_region *r)
+slot_freed(const char *call, const struct rw_region *r)
 {
 	uintptr_t at = (uintptr_t)r - (uintptr_t)rw_table.regions;
 
 	if (at >= sizeof(rw_table.regions) || at % sizeof(*r) ||
 	    __atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) != RW_REGION_FREE)
-		rw_die("rare_pool", r,
+		rw_die(call, r,
 		       "a region slot changed under the call (a store into "
 		       "the caller's stack?)");
 }
@@ -747,22 +748,319 @@ bad:
 }
 
 /*
- * @level: the pool's own backend, or NULL for the process-wide default,
- * which is read from the table at each use (POOL_BACKEND), never kept in
- * a variable that crosses the calls between (a callee saves it on the
- * stack, where another thread can swap it for another backend's: 15g). A
- * pool's own level still crosses them (15d).
+ * A pool's creation, request first (27m). The backend a pool names, its
+ * length, bookkeeping length and seal came from the caller in registers
+ * and were carried to the record through pthread_mutex_lock(), the
+ * backend's create() and their system calls, whose callees save the
+ * caller's registers on the stack: a store there made a pwrite pool an
+ * mprotect one (5 of 5 runs on every backend). Now they go into the table
+ * first, before any function call: the name is matched against the
+ * backends' names inline, pools_lock (a lock word, reglock.h) is taken
+ * inline and the request written with an inline pwrite(2) from those
+ * registers and compared with them; every later step reads the table's
+ * request (POOL_*), never a copy a callee may have saved.
  */
-#define POOL_BACKEND (level ? level : rw_table.backend)
-struct rw_region *rw_region_create(size_t len, size_t meta_len,
-				   const struct rw_backend *level, bool seal)
+/* Serialises pool creation and destruction and their request in the
+ * table; taken before registry_lock (the lock order above). */
+static uint32_t pools_lock;
+
+/* The backend of slot @i (enum rw_backend_id): a load from read-only
+ * data (backends.c), no call. */
+static inline __attribute__((always_inline)) const struct rw_backend *
+backend_of_slot(uint64_t i)
 {
+	return i < RW_NR_BACKENDS ? rw_backends_ops[i] : NULL;
+}
+
+/* Whether the program's string @a is the backend name @b; inline, byte by
+ * byte (strcmp() is a call). */
+static inline __attribute__((always_inline)) bool same_name(const char *a,
+							    const char *b)
+{
+	const volatile char *x = a;
+
+	while (*x && *x == *b) {
+		x++;
+		b++;
+	}
+	return *x == *b;
+}
+
+/* The slot + 1 of the backend called exactly @name, 0 for NULL (the
+ * process-wide default), -1 for any other name ("auto", unknown). */
+static inline __attribute__((always_inline)) long level_named(const char *name)
+{
+	if (!name)
+		return 0;
+	for (uint64_t i = 0; i < RW_NR_BACKENDS; i++)
+		if (same_name(name, backend_of_slot(i)->name))
+			return (long)i + 1;
+	return -1;
+}
+
+#define POOL_REQ(field)                                                        \
+	__atomic_load_n(&rw_table.pool_request.field, __ATOMIC_RELAXED)
+/* The pool's backend: its own, or the process-wide default, read from the
+ * table at each use. */
+#define POOL_BACKEND                                                           \
+	((POOL_REQ(level) & 0xff)                                              \
+		 ? backend_of_slot((POOL_REQ(level) & 0xff) - 1)               \
+		 : rw_table.backend)
+#define POOL_SEAL (!!(POOL_REQ(level) >> 8))
+#define POOL_LEN ((size_t)POOL_REQ(len))
+#define POOL_META_LEN ((size_t)POOL_REQ(meta_len))
+
+/*
+ * Record the pool creation in progress, pools_lock held: through the
+ * vault's memfd, then compared with the registers it was written from (as
+ * map_request_put(): no call in between, pwrite(2) made inline from a copy
+ * pushed below the red zone). Before the seal, or in the fork child, the
+ * table is plain memory.
+ */
+static inline __attribute__((always_inline)) void
+pool_request_put(uint64_t level, uint64_t len, uint64_t meta_len)
+{
+	long bad = 0;
+	uint64_t caller = map_caller();
+
+	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
+	    !RW_RAWSYS_INLINE) {
+		/* The first four words, as the asm below. */
+		const uint64_t req[4] = {level, len, meta_len, caller};
+
+		rw_table_store(&rw_table.pool_request, req, sizeof(req));
+		return;
+	}
+#if RW_RAWSYS_INLINE
+	__asm__ volatile(
+		"sub $128, %%rsp\n\t" /* the red zone */
+		"push %[caller]\n\t"
+		"push %[meta]\n\t"
+		"push %[len]\n\t"
+		"push %[level]\n\t"
+		"mov %[fd], %%edi\n\t"
+		"mov %%rsp, %%rsi\n\t"
+		"mov $32, %%edx\n\t"
+		"mov %[off], %%r10\n\t"
+		"mov %[nr], %%eax\n\t"
+		"syscall\n\t"
+		"add $160, %%rsp\n\t"
+		"cmp $32, %%rax\n\t"
+		"jne 1f\n\t"
+		"xor %%eax, %%eax\n\t"
+		"cmp %[level], (%[at])\n\t"
+		"jne 1f\n\t"
+		"cmp %[len], 8(%[at])\n\t"
+		"jne 1f\n\t"
+		"cmp %[meta], 16(%[at])\n\t"
+		"jne 1f\n\t"
+		"cmp %[caller], 24(%[at])\n\t"
+		"je 2f\n"
+		"1:\tmov $1, %%eax\n"
+		"2:"
+		: "=&a"(bad)
+		: [fd] "m"(rw_table.vault_fd), [at] "r"(&rw_table.pool_request),
+		  [off] "i"(__builtin_offsetof(struct rw_table, pool_request)),
+		  [level] "r"(level), [len] "r"(len), [meta] "r"(meta_len),
+		  [caller] "r"(caller), [nr] "i"(SYS_pwrite64)
+		: "rdi", "rsi", "rdx", "r10", "rcx", "r11", "memory", "cc");
+#endif
+	if (bad)
+		rw_die("rare_pool_create", NULL,
+		       "the pool's request changed on its way to the table (a "
+		       "store into the caller's stack?)");
+}
+
+/* Whether the table's record @r (not yet published) names a range and a
+ * descriptor no live region has, and not the table's own memfd. */
+static inline __attribute__((always_inline)) bool
+record_new(const struct rw_region *r)
+{
+	struct rw_region *o;
+
+	if (!r->start || r->start % RW_RAWSYS_PAGE ||
+	    r->start + r->len < r->start ||
+	    (r->fd >= 0 && r->fd == rw_table.vault_fd))
+		return false;
+	rw_for_each_region(o)
+		if ((r->start < o->start + o->len &&
+		     o->start < r->start + r->len) ||
+		    (r->fd >= 0 && r->fd == o->fd))
+			return false;
+	return true;
+}
+
+/*
+ * Record the index of the region slot the call fills or frees in the
+ * request, pools_lock held, from the register it is in (no function call
+ * since it was found), and compare it after, as pool_request_put().
+ */
+static inline __attribute__((always_inline)) void
+pool_slot_put(const char *call, uint64_t slot)
+{
+	long bad = 0;
+
+	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
+	    !RW_RAWSYS_INLINE) {
+		rw_table_store(&rw_table.pool_request.slot, &slot,
+			       sizeof(slot));
+		bad = POOL_REQ(slot) != slot;
+	}
+#if RW_RAWSYS_INLINE
+	else
+		__asm__ volatile("sub $128, %%rsp\n\t" /* the red zone */
+				 "push %[slot]\n\t"
+				 "mov %[fd], %%edi\n\t"
+				 "mov %%rsp, %%rsi\n\t"
+				 "mov $8, %%edx\n\t"
+				 "mov %[off], %%r10\n\t"
+				 "mov %[nr], %%eax\n\t"
+				 "syscall\n\t"
+				 "add $136, %%rsp\n\t"
+				 "cmp $8, %%rax\n\t"
+				 "jne 1f\n\t"
+				 "xor %%eax, %%eax\n\t"
+				 "cmp %[slot], (%[at])\n\t"
+				 "je 2f\n"
+				 "1:\tmov $1, %%eax\n"
+				 "2:"
+				 : "=&a"(bad)
+				 : [fd] "m"(rw_table.vault_fd),
+				   [at] "r"(&rw_table.pool_request.slot),
+				   [off] "i"(__builtin_offsetof(
+					   struct rw_table, pool_request.slot)),
+				   [slot] "r"(slot), [nr] "i"(SYS_pwrite64)
+				 : "rdi", "rsi", "rdx", "r10", "rcx", "r11",
+				   "memory", "cc");
+#endif
+	if (bad || slot >= RW_MAX_REGIONS)
+		rw_die(call, NULL,
+		       "the pool's slot changed on its way to the table (a "
+		       "store into the caller's stack?)");
+}
+
+/* Abort unless the request in the table is still this call's: pools_lock
+ * is a word a store can release, and another thread's creation then puts
+ * its own over it midway. */
+static inline __attribute__((always_inline)) void
+pool_request_mine(const char *call)
+{
+	if (POOL_REQ(caller) != map_caller())
+		rw_die(call, NULL,
+		       "another thread's pool request replaced this one while "
+		       "it ran (a store released pools_lock?)");
+}
+
+/*
+ * Store @len bytes from @src at @dst in the table, for pool creation and
+ * destruction: like rw_table_store(), but inline, so that @dst, which the
+ * caller computes from the table's request right before, stays in a
+ * register to the system call. rw_table_store() takes it through
+ * rw_owner_check() and rw_vault_store()'s copies, whose callees may save
+ * it on the stack: a store there moved a new pool's record over another
+ * live pool's (27o). What @src holds can still be changed until the
+ * kernel copies it: every caller reads the table back after.
+ */
+static inline __attribute__((always_inline)) void
+table_put(const char *call, void *dst, const void *src, size_t len)
+{
+	const volatile uint64_t *page = rw_table.owner.token_page;
+	long n;
+
+	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
+	    !RW_RAWSYS_INLINE) {
+		rw_table_store(dst, src, len);
+		return;
+	}
+	if (page ? *page != rw_table.owner.token
+		 : rw_sys(SYS_getpid, 0, 0, 0) != rw_table.owner.pid)
+		rw_owner_check(call, dst); /* dies */
+	n = rw_sys6(SYS_pwrite64, rw_table.vault_fd, (long)src, (long)len,
+		    (long)((uintptr_t)dst - (uintptr_t)&rw_table), 0, 0);
+	if (n != (long)len)
+		rw_die(call, dst, "cannot write the library's table: %s",
+		       n < 0 ? strerror((int)-n) : "short write");
+}
+
+/*
+ * A new pool's head, read back after its write: the one its region
+ * implies, no name, no page handed out, every hint empty and every page
+ * record zero, or abort. The head and its segment wait on the stack for
+ * the backend, which checks only that the segment lies in the region: a
+ * store there moved the head into the object pages or gave it another
+ * pool's object pages (27k), or made it longer over the page records.
+ */
+static void pool_head_verify(const struct rw_region *r)
+{
+	const struct rare_pool *pool = (const struct rare_pool *)r->start;
+	bool ok = rw_pool_head_fixed_ok(r) && !pool->bump;
+
+	for (size_t i = 0; i < sizeof(pool->name); i++)
+		ok = ok && !pool->name[i];
+	for (unsigned c = 0; c < NR_CLASSES; c++)
+		ok = ok && pool->hint[c] == UINT32_MAX;
+	if (ok)
+		ok = rw_pool_all_zero(pool->meta,
+				      pool->nr_pages * sizeof(pool->meta[0]));
+	if (!ok)
+		rw_die("rare_pool_create", pool,
+		       "the pool's head is not the one its region implies (a "
+		       "store into the caller's stack?)");
+}
+
+/*
+ * The new pool's head, for rw_region_create() (pools_lock and
+ * registry_lock held): built from the table's record of the slot in the
+ * table's request, and written through the public write path, the
+ * destination loaded from the table right before the call (the backend's
+ * write_one keeps it in registers to the store). A head built on the stack
+ * and handed over as a segment went wherever a store moved the segment or
+ * the slot (27n: over the section); only its bytes can be changed now,
+ * which pool_head_verify() reads back (27k).
+ */
+static void pool_head_write(void)
+{
+	const size_t page = RW_RAWSYS_PAGE;
+	struct rare_pool head;
+
+	memset(&head, 0, sizeof(head));
+	head.magic = POOL_MAGIC;
+	head.objects = RW_POOL_SLOT->start + POOL_META_LEN;
+	head.nr_pages =
+		(RW_POOL_SLOT->start + RW_POOL_SLOT->len - head.objects) / page;
+	for (unsigned c = 0; c < NR_CLASSES; c++)
+		head.hint[c] = UINT32_MAX;
+	rw_write_args("rare_pool_create", (void *)RW_POOL_SLOT->start, &head,
+		      sizeof(head), 0);
+}
+
+struct rw_region *rw_region_create(size_t len, size_t meta_len,
+				   const char *name, bool seal)
+{
+	long level = level_named(name);
 	struct rw_region *r, filled;
 	int err;
 
-	if (rw_window_depth)
+	if (level < 0) {
+		/* "auto", or no backend's name: the lookup says which, or
+		 * that there is none. Its choice crosses its own calls (a
+		 * pool on "auto" stays open to 27m's store). */
+		const struct rw_backend *b;
+
+		err = rw_backend_lookup(name, &b);
+		if (err) {
+			errno = -err;
+			return NULL;
+		}
+		level = rw_backend_index(b) + 1;
+	}
+	rw_reglock_write(&pools_lock);
+	pool_request_put((uint64_t)level | (uint64_t)seal << 8, len, meta_len);
+	if (rw_window_depth) {
+		rw_reglock_write_unlock(&pools_lock);
 		rw_die("rare_pool_create", NULL,
 		       "called inside an open window");
+	}
 	pthread_mutex_lock(&registry_lock);
 	/* NULL before the first seal: init's; a pool's own level is set up
 	 * on first use. */
@@ -774,11 +1072,14 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 		err = -ENOMEM;
 		goto out;
 	}
+	/* From here on the slot is the request's (RW_POOL_SLOT): @r would
+	 * cross the calls below in a register their callees save (27n). */
+	pool_slot_put("rare_pool_create", (uint64_t)(r - rw_table.regions));
 	filled = (struct rw_region){.kind = RW_REGION_FREE,
-				    .len = len,
+				    .len = POOL_LEN,
 				    .backend = POOL_BACKEND,
 				    .fd = -1,
-				    .seal = seal};
+				    .seal = POOL_SEAL};
 	/* init ran, or a library sealed itself */
 	if (POOL_BACKEND && rw_table.backend) {
 		err = POOL_BACKEND->create(&filled);
@@ -786,7 +1087,7 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 	} else {
 		/* Plain memory until init (or the first rare_write_seal_self())
 		 * adopts it, like a section. */
-		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		void *p = mmap(NULL, POOL_LEN, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		err = p == MAP_FAILED ? -errno : 0;
@@ -794,61 +1095,143 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 	}
 	if (err)
 		goto out;
-	created_check(&filled, POOL_BACKEND, len, seal);
-	filled.user_start = filled.start + meta_len;
-	slot_freed(r); /* not moved to a live record meanwhile (15d) */
-	rw_region_fill(r, &filled);
+	created_check(&filled, POOL_BACKEND, POOL_LEN, POOL_SEAL);
+	/* The head is written through the public write path below, so its
+	 * bookkeeping is open to it until then; raised after. */
+	filled.user_start = filled.start;
+	slot_freed("rare_pool_create", RW_POOL_SLOT);
+	filled.kind = RW_REGION_FREE; /* still free to lookups */
+	table_put("rare_pool_create", RW_POOL_SLOT, &filled, sizeof(filled));
 	/* The backend picks the code that runs on the region: the record's
-	 * copy came through the stack (filled, and the store's own buffer),
-	 * so it is written again until the table holds this call's (15g). */
-	while (__atomic_load_n(&r->backend, __ATOMIC_RELAXED) != POOL_BACKEND)
-		TABLE_SET(r->backend, POOL_BACKEND);
-	rw_region_publish(r, RW_REGION_POOL);
+	 * copy came through the stack, so it is written again until the
+	 * table holds the request's (15g, 27m). */
+	while (__atomic_load_n(&RW_POOL_SLOT->backend, __ATOMIC_RELAXED) !=
+	       POOL_BACKEND) {
+		const struct rw_backend *b = POOL_BACKEND;
+
+		table_put("rare_pool_create", &RW_POOL_SLOT->backend, &b,
+			  sizeof(b));
+	}
+	/* The record as the table holds it, not its stack copy, which
+	 * created_check() saw before the copies and system calls of the
+	 * fill: the request's length and seal, a range and a descriptor new
+	 * to the table, and the slot still free. */
+	slot_freed("rare_pool_create", RW_POOL_SLOT);
+	if (RW_POOL_SLOT->len != POOL_LEN ||
+	    RW_POOL_SLOT->user_start != RW_POOL_SLOT->start ||
+	    RW_POOL_SLOT->seal != POOL_SEAL || !record_new(RW_POOL_SLOT))
+		rw_die("rare_pool_create", (void *)RW_POOL_SLOT->start,
+		       "a new pool's record changed before it was committed (a "
+		       "store into the caller's stack?)");
+	pool_request_mine("rare_pool_create");
+	/* Published (as rw_region_publish(), the slot from the table at each
+	 * step): the kind last, then the high-water mark, each read back. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	{
+		enum rw_region_kind k = RW_REGION_POOL;
+		unsigned nr = rw_table.nr_regions + 1;
+
+		table_put("rare_pool_create", &RW_POOL_SLOT->kind, &k,
+			  sizeof(k));
+		if (RW_POOL_SLOT == &rw_table.regions[rw_table.nr_regions])
+			table_put("rare_pool_create", &rw_table.nr_regions, &nr,
+				  sizeof(nr));
+	}
+	if (RW_POOL_SLOT->kind != RW_REGION_POOL ||
+	    RW_POOL_SLOT >= &rw_table.regions[rw_table.nr_regions] ||
+	    RW_POOL_SLOT->len != POOL_LEN || RW_POOL_SLOT->seal != POOL_SEAL)
+		rw_die("rare_pool_create", (void *)RW_POOL_SLOT->start,
+		       "a new pool's record changed while it was published (a "
+		       "store into the caller's stack?)");
+	/* The head, to the request's slot from registers (27n), then the
+	 * bookkeeping closed to the program's writes, then the head read
+	 * back: the one the region implies, or abort. */
+	pool_head_write();
+	{
+		uintptr_t u = RW_POOL_SLOT->start + POOL_META_LEN;
+
+		table_put("rare_pool_create", &RW_POOL_SLOT->user_start, &u,
+			  sizeof(u));
+	}
+	if (RW_POOL_SLOT->user_start != RW_POOL_SLOT->start + POOL_META_LEN)
+		rw_die("rare_pool_create", (void *)RW_POOL_SLOT->start,
+		       "a new pool's bookkeeping was not closed (a store into "
+		       "the caller's stack?)");
+	pool_head_verify(RW_POOL_SLOT);
 out:
 	pthread_mutex_unlock(&registry_lock);
-	if (err) {
+	pool_request_mine("rare_pool_create");
+	/* What is handed back: the request's slot, with no call until the
+	 * caller reads its start. */
+	r = err ? NULL : RW_POOL_SLOT;
+	rw_reglock_write_unlock(&pools_lock);
+	if (err)
 		errno = -err;
-		return NULL;
-	}
 	return r;
 }
 #undef POOL_BACKEND
 
 /*
- * @r came from a lookup before the lock wait, in memory another thread can
- * rewrite: after the wait it must still be a pool's slot of the table, and
- * what destroy uses (the range, the descriptor, the ops table) is read from
- * that slot, never from a copy on the stack (the scribbler, 15d).
+ * The pool at @pool: its slot is found under pools_lock, inline, and put
+ * into the table's request from the register it was found in (27o: a slot
+ * carried past registry_lock's wait was rewritten to another live pool's,
+ * which was destroyed instead). After the wait it must still be a pool's
+ * slot, and what destroy uses (the range, the descriptor, the ops table)
+ * is read from that slot at each use, never from a copy on the stack.
  */
-void rw_region_destroy(struct rw_region *r)
+void rw_region_destroy(const void *pool)
 {
-	uintptr_t at;
+	unsigned nr = __atomic_load_n(&rw_table.nr_regions, __ATOMIC_ACQUIRE);
+	uint64_t i;
 
-	if (rw_window_depth)
-		rw_die("rare_pool_destroy", (void *)r->start,
+	rw_reglock_write(&pools_lock);
+	for (i = 0; i < nr && i < RW_MAX_REGIONS; i++)
+		if (__atomic_load_n(&rw_table.regions[i].kind,
+				    __ATOMIC_ACQUIRE) == RW_REGION_POOL &&
+		    rw_table.regions[i].start == (uintptr_t)pool)
+			break;
+	if (i == nr || i == RW_MAX_REGIONS) {
+		rw_reglock_write_unlock(&pools_lock);
+		rw_die("rare_pool_destroy", pool, "not a live rare_pool");
+	}
+	pool_request_put(0, 0, 0);
+	pool_slot_put("rare_pool_destroy", i);
+	if (rw_window_depth) {
+		rw_reglock_write_unlock(&pools_lock);
+		rw_die("rare_pool_destroy", pool,
 		       "called inside an open window");
+	}
 	pthread_mutex_lock(&registry_lock);
-	at = (uintptr_t)r - (uintptr_t)rw_table.regions;
-	if (at >= sizeof(rw_table.regions) || at % sizeof(*r) ||
-	    r->kind != RW_REGION_POOL ||
-	    (r->protected_ && rw_backend_index(r->backend) < 0))
-		rw_die("rare_pool_destroy", r,
+	if (RW_POOL_SLOT->kind != RW_REGION_POOL ||
+	    (RW_POOL_SLOT->protected_ &&
+	     rw_backend_index(RW_POOL_SLOT->backend) < 0))
+		rw_die("rare_pool_destroy", RW_POOL_SLOT,
 		       "not a live pool's record (a store into the caller's "
 		       "stack?)");
-	TABLE_SET(r->kind, RW_REGION_FREE); /* lookups stop matching first */
-	/* @r came back from TABLE_SET()'s callees, which may have saved it
-	 * on the stack: the slot just freed, or another thread moved it to a
-	 * live record (the section's: destroy would unmap or punch it). Each
-	 * check right before the use, no call in between (15d). */
-	slot_freed(r);
-	if (r->protected_)
-		r->backend->destroy(r);
+	pool_request_mine("rare_pool_destroy");
+	/* Lookups stop matching first. */
+	{
+		enum rw_region_kind k = RW_REGION_FREE;
+
+		table_put("rare_pool_destroy", &RW_POOL_SLOT->kind, &k,
+			  sizeof(k));
+	}
+	slot_freed("rare_pool_destroy", RW_POOL_SLOT);
+	if (RW_POOL_SLOT->protected_)
+		RW_POOL_SLOT->backend->destroy(RW_POOL_SLOT);
 	else /* created before init: still plain memory */
-		munmap((void *)r->start, r->len);
-	slot_freed(r);
-	rw_table_store(r, &(struct rw_region){.kind = RW_REGION_FREE, .fd = -1},
-		       sizeof(*r));
+		munmap((void *)RW_POOL_SLOT->start, RW_POOL_SLOT->len);
+	{
+		const struct rw_region none = {.kind = RW_REGION_FREE,
+					       .fd = -1};
+
+		table_put("rare_pool_destroy", RW_POOL_SLOT, &none,
+			  sizeof(none));
+	}
+	slot_freed("rare_pool_destroy", RW_POOL_SLOT);
+	pool_request_mine("rare_pool_destroy");
 	pthread_mutex_unlock(&registry_lock);
+	rw_reglock_write_unlock(&pools_lock);
 }
 
 /* A section the linker did not page-align: linked without the fragment. */
@@ -962,6 +1345,7 @@ static void fork_prepare(void)
 		       "on a backend that holds fork() off until unmap: it "
 		       "would wait for itself");
 	rw_reglock_write(&views_lock);
+	rw_reglock_write(&pools_lock);
 	pthread_mutex_lock(&registry_lock);
 	rw_reglock_write(&maps_lock);
 	pthread_mutex_lock(&nested_lock);
@@ -989,6 +1373,7 @@ static void fork_parent(void)
 	pthread_mutex_unlock(&nested_lock);
 	rw_reglock_write_unlock(&maps_lock);
 	pthread_mutex_unlock(&registry_lock);
+	rw_reglock_write_unlock(&pools_lock);
 	rw_reglock_write_unlock(&views_lock);
 }
 
@@ -1066,6 +1451,7 @@ static void fork_child(void)
 	pthread_mutex_init(&nested_lock, NULL);
 	__atomic_store_n(&maps_lock, 0, __ATOMIC_RELAXED);
 	pthread_mutex_init(&registry_lock, NULL);
+	__atomic_store_n(&pools_lock, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&views_lock, 0, __ATOMIC_RELAXED);
 }
 

@@ -279,16 +279,21 @@ RW_HIDDEN int rw_view_fork_copy(int fd, void *at, size_t len, bool seal,
 				unsigned seals);
 
 /* core.c, for pool.c and list.c: regions and validated writes. */
-/* A pool region on backend @b (NULL: the process-wide default), which is
- * set up on first use. */
+/* A pool region on the backend called @name (NULL: the process-wide
+ * default), which is set up on first use; NULL and errno on failure
+ * (EINVAL: no such backend). */
 RW_HIDDEN struct rw_region *rw_region_create(size_t len, size_t meta_len,
-					     const struct rw_backend *b,
-					     bool seal);
+					     const char *name, bool seal);
 /* The backend called @name (as in RAREWRITE_BACKEND), set up for use; NULL
  * names the process-wide default. 0, -EINVAL (unknown) or -ENOTSUP. */
 RW_HIDDEN int rw_backend_lookup(const char *name,
 				const struct rw_backend **out);
-RW_HIDDEN void rw_region_destroy(struct rw_region *r);
+/* Destroy the pool region that starts at @pool, or abort naming
+ * rare_pool_destroy (not a live pool). */
+RW_HIDDEN void rw_region_destroy(const void *pool);
+/* backends.c: the ops tables by slot (enum rw_backend_id). */
+RW_HIDDEN extern const struct rw_backend *const rw_backends_ops[];
+
 /* The region wholly holding [addr, addr + len), or abort naming @call. */
 RW_HIDDEN struct rw_region *rw_region_of(const char *call, const void *addr,
 					 size_t len);

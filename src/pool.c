@@ -40,11 +40,6 @@ static inline __attribute__((always_inline)) void pool_unlock(void)
 	rw_klock_give(RW_KLOCK_POOL);
 }
 
-static size_t round_up(size_t x, size_t to)
-{
-	return (x + to - 1) / to * to;
-}
-
 static __attribute__((noreturn, noinline)) void
 pool_refused(const char *call, const struct rare_pool *pool)
 {
@@ -71,58 +66,6 @@ pool_region(const char *call, const struct rare_pool *pool)
 	pool_refused(call, pool);
 }
 
-/* Whether @size bytes at @obj (a multiple of 8) all read zero. */
-static bool all_zero(const void *obj, size_t size)
-{
-	const volatile uint64_t *w = obj;
-
-	for (size_t i = 0; i < size / sizeof(*w); i++)
-		if (w[i])
-			return false;
-	return true;
-}
-
-/*
- * The fields of @r's pool head that never change after its creation: the
- * ones its region (the table's record) implies. Compared field by field
- * with values computed here, not with an expected head built on the
- * stack, which the store that changed the head rewrites too.
- */
-static bool head_fixed_ok(const struct rw_region *r)
-{
-	const struct rare_pool *pool = (const struct rare_pool *)r->start;
-
-	return pool->magic == POOL_MAGIC && pool->objects == r->user_start &&
-	       pool->nr_pages ==
-		       (r->start + r->len - r->user_start) / rw_page_size;
-}
-
-/*
- * A new pool's head, read back after its write: the one its region
- * implies, no name, no page handed out, every hint empty and every page
- * record zero, or abort. The head and its segment wait on the stack for
- * the backend, which checks only that the segment lies in the region: a
- * store there moved the head into the object pages or gave it another
- * pool's object pages (27k), or made it longer over the page records.
- */
-static void head_verify(const struct rw_region *r)
-{
-	const struct rare_pool *pool = (const struct rare_pool *)r->start;
-	bool ok = head_fixed_ok(r) && !pool->bump;
-
-	for (size_t i = 0; i < sizeof(pool->name); i++)
-		ok = ok && !pool->name[i];
-	for (unsigned c = 0; c < NR_CLASSES; c++)
-		ok = ok && pool->hint[c] == UINT32_MAX;
-	if (ok)
-		ok = all_zero(pool->meta,
-			      pool->nr_pages * sizeof(pool->meta[0]));
-	if (!ok)
-		rw_die("rare_pool_create", pool,
-		       "the pool's head is not the one its region implies (a "
-		       "store into the caller's stack?)");
-}
-
 struct rare_pool *rare_pool_create(size_t capacity)
 {
 	return rare_pool_create_with(capacity, NULL);
@@ -131,57 +74,45 @@ struct rare_pool *rare_pool_create(size_t capacity)
 struct rare_pool *rare_pool_create_with(size_t capacity,
 					const struct rare_pool_opts *opts)
 {
-	struct rare_pool head;
-	const struct rw_backend *b = NULL;
-	size_t meta_len;
+	/* Not rw_page_size: getpagesize() is a call, and @opts would cross it
+	 * in a register its callee may save on the stack (27m). */
+	const size_t page = RW_RAWSYS_PAGE;
+	size_t meta_len, nr_pages;
 	struct rw_region *r;
-	struct rw_seg seg;
-	int err;
 
-	memset(&head, 0, sizeof(head));
-	head.magic = POOL_MAGIC;
 	if (opts && (opts->flags & ~RARE_POOL_SEAL)) {
 		errno = EINVAL;
-		return NULL;
-	}
-	err = rw_backend_lookup(opts ? opts->backend : NULL, &b);
-	if (err) {
-		errno = -err;
 		return NULL;
 	}
 	if (!capacity || capacity > (SIZE_MAX >> 2)) {
 		errno = capacity ? ENOMEM : EINVAL;
 		return NULL;
 	}
-	head.nr_pages = round_up(capacity, rw_page_size) / rw_page_size;
-	if (head.nr_pages > UINT32_MAX) {
+	nr_pages = (capacity + page - 1) / page;
+	if (nr_pages > UINT32_MAX) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	meta_len = round_up(sizeof(head) +
-				    head.nr_pages * sizeof(struct page_meta),
-			    rw_page_size);
-	r = rw_region_create(meta_len + head.nr_pages * rw_page_size, meta_len,
-			     b, opts && (opts->flags & RARE_POOL_SEAL));
-	if (!r)
-		return NULL;
-	head.objects = r->start + meta_len;
-	for (unsigned c = 0; c < NR_CLASSES; c++)
-		head.hint[c] = UINT32_MAX;
-	seg = (struct rw_seg){.region = r,
-			      .dst = (void *)r->start,
-			      .src = &head,
-			      .len = sizeof(head)};
-	rw_write(&seg, 1);
-	head_verify(r);
-	return (struct rare_pool *)r->start;
+	meta_len = (sizeof(struct rare_pool) +
+		    nr_pages * sizeof(struct page_meta) + page - 1) /
+		   page * page;
+	/* The backend's name, the lengths and the seal go to the core in
+	 * registers, with no call since they came in: it puts them into the
+	 * table before its first call (27m), and writes the head
+	 * (pool_head_write() there). */
+	r = rw_region_create(meta_len + nr_pages * page, meta_len,
+			     opts ? opts->backend : NULL,
+			     opts && (opts->flags & RARE_POOL_SEAL));
+	return r ? (struct rare_pool *)r->start : NULL;
 }
 
 void rare_pool_destroy(struct rare_pool *pool)
 {
 	if (!pool)
 		return;
-	rw_region_destroy(pool_region("rare_pool_destroy", pool));
+	/* Found by the core under its lock, not here: a slot found before
+	 * the wait crossed it (27o). */
+	rw_region_destroy(pool);
 }
 
 static unsigned size_class(size_t size)
@@ -266,11 +197,11 @@ static const unsigned char zero_page[4096] __attribute__((aligned(64)));
  */
 static void zero_object(const char *call, void *obj, size_t size)
 {
-	if (all_zero(obj, size))
+	if (rw_pool_all_zero(obj, size))
 		return;
 	rw_write_args(call, obj, size <= sizeof(zero_page) ? zero_page : NULL,
 		      size, 0);
-	if (!all_zero(obj, size))
+	if (!rw_pool_all_zero(obj, size))
 		rw_die(call, obj,
 		       "the freed object was not zeroed (a store into the "
 		       "caller's stack?)");
@@ -303,7 +234,7 @@ int rare_pool_set_name(struct rare_pool *pool, const char *name)
 		/* The rest of the head too: a segment made longer went
 		 * over the fields after the name. */
 		if (memcmp(pool->name, copy, sizeof(copy)) ||
-		    !head_fixed_ok(r)) {
+		    !rw_pool_head_fixed_ok(r)) {
 			pool_unlock();
 			rw_die("rare_pool_set_name", pool,
 			       "the name was not written to the pool's head (a "

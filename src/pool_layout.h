@@ -71,4 +71,30 @@ static inline void rw_pool_name(const struct rw_region *r, char *out)
 	out[i] = 0;
 }
 
+/* Whether @size bytes at @obj (a multiple of 8) all read zero. */
+static inline bool rw_pool_all_zero(const void *obj, size_t size)
+{
+	const volatile uint64_t *w = obj;
+
+	for (size_t i = 0; i < size / sizeof(*w); i++)
+		if (w[i])
+			return false;
+	return true;
+}
+
+/*
+ * The fields of @r's pool head that never change after its creation: the
+ * ones its region (the table's record) implies. Compared field by field
+ * with values computed here, not with an expected head built on the
+ * stack, which the store that changed the head rewrites too.
+ */
+static inline bool rw_pool_head_fixed_ok(const struct rw_region *r)
+{
+	const struct rare_pool *pool = (const struct rare_pool *)r->start;
+
+	return pool->magic == POOL_MAGIC && pool->objects == r->user_start &&
+	       pool->nr_pages ==
+		       (r->start + r->len - r->user_start) / rw_page_size;
+}
+
 #endif /* RAREWRITE_POOL_LAYOUT_H */

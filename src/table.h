@@ -81,6 +81,16 @@ struct rw_table {
 	 * (attack 14c). */
 	struct rw_owner owner;
 	struct rw_region regions[RW_MAX_REGIONS];
+	/* pools_lock (core.c): the rare_pool_create() in progress, written
+	 * first from the registers its arguments came in (pool_request_put())
+	 * and read here at every later step: @level, the slot + 1 of the
+	 * pool's own backend (0: the process-wide default) | seal << 8;
+	 * @len and @meta_len; @caller, the call's stack pointer (27m); @slot,
+	 * the index of the region slot the call fills or frees (27n, 27o),
+	 * written from the register it was found in. */
+	struct {
+		uint64_t level, len, meta_len, caller, slot;
+	} pool_request;
 	/* maps_lock */
 	uint64_t nr_maps; /* high-water mark of maps[] */
 	/* The address and length of the rare_write_map() in progress, or
@@ -103,6 +113,14 @@ RW_HIDDEN extern struct rw_table rw_table;
 /* Set in the single-threaded fork child while its private copy of the
  * table is mapped writable. */
 RW_HIDDEN extern bool rw_table_open_in_child;
+
+/* The region slot of the pool creation or destruction in progress
+ * (pools_lock held): from the table's request at each use, never a
+ * pointer a callee may have saved on the stack. */
+#define RW_POOL_SLOT                                                           \
+	(&rw_table.regions[__atomic_load_n(&rw_table.pool_request.slot,        \
+					   __ATOMIC_RELAXED) %                 \
+			   RW_MAX_REGIONS])
 
 /* Store into the table: plainly before it is sealed (init, or the fork
  * child's private copy), else through its memfd. */

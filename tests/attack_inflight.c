@@ -85,6 +85,33 @@
  * 27l (every backend): rare_realloc() copied the old object into the
  * grown one through a segment {region, new, old, 16} on its stack; the
  * attacker points the new object's place at another live object.
+ *
+ * 27m (every backend): rare_pool_create_with() on the pool's own backend
+ * (opts.backend, here the name of the one in force) carried that choice,
+ * an ops table's address, from its lookup to the record it commits, past
+ * registry_lock's wait and the backend's create() and their system calls,
+ * in callee-saved registers their callees save on the stack; the attacker
+ * rewrites every word of the victim's stack equal to the backend's ops
+ * table to another backend's (mprotect's, pwrite's on mprotect), and the
+ * new pool is made and recorded on that one (a downgrade). Half the calls
+ * name no backend (the default, read from the table at each use).
+ *
+ * 27n (every backend): rare_pool_create() carried the new slot (a region
+ * record's address) and its start from the table to the head it writes,
+ * through its callees' saved registers and a segment on its stack; the
+ * attacker rewrites every word of the victim's stack equal to them to the
+ * program's section's record and start: the pool's head is written over
+ * the section. The call aborts right after (the head is not where its
+ * region says), but the protected bytes were written first, in sight of
+ * every other thread: here that counts as landed (the trial's SIGABRT
+ * handler compares the section with its snapshot), unlike the
+ * scribbler's rule, where an abort holds.
+ *
+ * 27o (every backend): rare_pool_destroy() found its slot before
+ * registry_lock and carried it past the wait in a register the callee
+ * saves; the attacker rewrites it to another live pool's record, which
+ * is then destroyed in its stead (it leaves the table, or its pages are
+ * unmapped under its record).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -102,6 +129,7 @@
 #include <rarewrite/list.h>
 
 #include "attack.h"
+#include "../src/table.h"
 
 #define IF_STACK (256u << 10)
 #define IF_SCAN (16u << 10) /* the top of the victim's stack it scans */
@@ -1214,4 +1242,247 @@ ATTACK("27l", inflight_realloc,
 	if_trials(realloc_trial, NULL,
 		  "the grown object's copy went over a live object",
 		  "the live object unchanged");
+}
+
+/* ---- 27m: rare_pool_create_with()'s own backend ---- */
+
+static struct {
+	const struct rw_table *table;
+	const char *name;	  /* the backend asked for */
+	uint64_t ops, other;	  /* its ops table, another's */
+	volatile uint64_t wrong;  /* a pool on another backend */
+	volatile int wrong_named; /* it was asked for by name */
+} ifb;
+
+static const struct rw_region *if_region_of(const void *p)
+{
+	for (unsigned i = 0; i < ifb.table->nr_regions; i++) {
+		const struct rw_region *r = &ifb.table->regions[i];
+
+		if (r->kind != RW_REGION_FREE && (uintptr_t)p >= r->start &&
+		    (uintptr_t)p - r->start < r->len)
+			return r;
+	}
+	return NULL;
+}
+
+static void *backend_victim(void *arg)
+{
+	const struct rare_pool_opts opts = {.backend = ifb.name};
+
+	(void)arg;
+	for (int i = 0; i < IF_CALLS / 10 && !if_trial_over(i) && !ifb.wrong;
+	     i++) {
+		struct rare_pool *pool =
+			rare_pool_create_with(4096, i & 1 ? NULL : &opts);
+		const struct rw_region *r = pool ? if_region_of(pool) : NULL;
+
+		if (r && (uint64_t)(uintptr_t)r->backend != ifb.ops) {
+			ifb.wrong_named = !(i & 1);
+			ifb.wrong = (uint64_t)(uintptr_t)r->backend;
+		}
+		rare_pool_destroy(pool);
+	}
+	return NULL;
+}
+
+/* The backend's ops table, wherever it crosses a call: another's. */
+__attribute__((no_sanitize_address)) static void *backend_attacker(void *arg)
+{
+	(void)arg;
+	while (!ifl.done)
+		for (volatile uint64_t *p = ifl.lo; p < ifl.hi; p++)
+			if (*p == ifb.ops) {
+				*p = ifb.other;
+				ifl.stores++;
+			}
+	return NULL;
+}
+
+static int backend_trial(void *arg)
+{
+	static char sym[48];
+	const char *other;
+	struct rare_pool_opts o;
+
+	(void)arg;
+	ifb.table = attack_lib_sym("rw_table");
+	ifb.name = rare_write_backend();
+	other = strcmp(ifb.name, "mprotect") ? "mprotect" : "pwrite";
+	snprintf(sym, sizeof(sym), "rw_backend_%s", ifb.name);
+	ifb.ops = (uint64_t)(uintptr_t)attack_lib_sym(sym);
+	snprintf(sym, sizeof(sym), "rw_backend_%s", other);
+	ifb.other = (uint64_t)(uintptr_t)attack_lib_sym(sym);
+	o = (struct rare_pool_opts){.backend = other};
+	/* The other backend in use, as a program's pool on it makes it. */
+	if (!ifb.table || !ifb.ops || !ifb.other ||
+	    !rare_pool_create_with(4096, &o))
+		return IF_BROKEN;
+	ifb.wrong = 0;
+	if_race(backend_victim, if_attacker(backend_attacker), NULL);
+	if (ifb.wrong && getenv("RAREWRITE_TEST_VERBOSE"))
+		fprintf(stderr, "27m: a pool %s recorded on %s\n",
+			ifb.wrong_named ? "named" : "by default",
+			ifb.wrong == ifb.other ? other : "another backend");
+	return ifb.wrong ? IF_LANDED : IF_HELD;
+}
+
+ATTACK("27m", inflight_pool_backend,
+       "rewrite the ops table of the backend a `rare_pool_create_with` "
+       "names (on its stack, in flight) to another backend's: the pool is "
+       "made and recorded on that one")
+{
+	if_trials(backend_trial, NULL,
+		  "a new pool was recorded on another backend",
+		  "every new pool on the backend asked for");
+}
+
+/* ---- 27n: rare_pool_create()'s head, 27o: rare_pool_destroy()'s slot ---- */
+
+static long if_sect[8] __wr_rare __attribute__((aligned(64)));
+
+static struct {
+	const struct rw_table *table;
+	const struct rw_region *sect; /* the section's record */
+	unsigned char *copy;	      /* its bytes before the race */
+	uint64_t rec, start;	      /* the slot and start create reuses */
+	uint64_t to_rec, to_start;    /* what the attacker makes them */
+	uintptr_t other;	      /* 27o: a live pool of the program's */
+} ifh;
+
+static bool sect_changed(void)
+{
+	return memcmp(ifh.copy, (const void *)ifh.sect->start, ifh.sect->len);
+}
+
+/* The library's abort after the head went astray: whether the section
+ * was written before it. */
+static void head_abort(int sig)
+{
+	(void)sig;
+	if (sect_changed()) {
+		__atomic_add_fetch(ift.stores, ifl.stores, __ATOMIC_SEQ_CST);
+		_exit(IF_LANDED);
+	}
+	signal(SIGABRT, SIG_DFL);
+	raise(SIGABRT);
+}
+
+static bool if_mapped(const void *p)
+{
+	unsigned char v;
+
+	return !mincore((void *)p, 4096, &v);
+}
+
+static void *head_victim(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < IF_CALLS / 10 && !if_trial_over(i); i++) {
+		struct rare_pool *pool = rare_pool_create(4096);
+
+		if (!pool)
+			break;
+		rare_pool_destroy(pool);
+		if (ifh.other && (!if_region_of((void *)ifh.other) ||
+				  !if_mapped((void *)ifh.other)))
+			break;
+	}
+	return NULL;
+}
+
+__attribute__((no_sanitize_address)) static void *head_attacker(void *arg)
+{
+	(void)arg;
+	while (!ifl.done)
+		for (volatile uint64_t *p = ifl.lo; p < ifl.hi; p++) {
+			uint64_t v = *p;
+
+			if (v == ifh.rec)
+				*p = ifh.to_rec;
+			else if (ifh.to_start && v == ifh.start)
+				*p = ifh.to_start;
+			else
+				continue;
+			ifl.stores++;
+		}
+	return NULL;
+}
+
+/* The slot and start a pool created and destroyed here takes (the loop
+ * reuses them: the first free slot, the same mapping). */
+static bool head_setup(void)
+{
+	struct rare_pool *p;
+	const struct rw_region *r;
+
+	ifb.table = ifh.table = attack_lib_sym("rw_table");
+	if (!ifh.table)
+		return false;
+	rare_write(if_sect[0], 0x5ec7105ec7105ecL);
+	ifh.sect = if_region_of(if_sect);
+	p = rare_pool_create(4096);
+	r = p ? if_region_of(p) : NULL;
+	if (!ifh.sect || !r)
+		return false;
+	ifh.rec = (uint64_t)(uintptr_t)r;
+	ifh.start = r->start;
+	rare_pool_destroy(p);
+	return true;
+}
+
+static int head_trial(void *arg)
+{
+	(void)arg;
+	if (!head_setup())
+		return IF_BROKEN;
+	ifh.to_rec = (uint64_t)(uintptr_t)ifh.sect;
+	ifh.to_start = ifh.sect->start;
+	ifh.copy = malloc(ifh.sect->len);
+	if (!ifh.copy)
+		return IF_BROKEN;
+	memcpy(ifh.copy, (const void *)ifh.sect->start, ifh.sect->len);
+	signal(SIGABRT, head_abort);
+	if_race(head_victim, if_attacker(head_attacker), NULL);
+	return sect_changed() ? IF_LANDED : IF_HELD;
+}
+
+ATTACK("27n", inflight_pool_head,
+       "rewrite the slot and start `rare_pool_create` carries to the new "
+       "pool's head (registers saved on its stack, the head's segment) to "
+       "the section's: the head is written over the section")
+{
+	if_trials(head_trial, NULL,
+		  "a new pool's head was written over the section (then the "
+		  "library aborted)",
+		  "the section unchanged");
+}
+
+static int slot_trial(void *arg)
+{
+	struct rare_pool *other;
+	const struct rw_region *o;
+
+	(void)arg;
+	ifb.table = ifh.table = attack_lib_sym("rw_table");
+	other = rare_pool_create(
+		4096); /* first: the loop takes the next slot */
+	o = other && ifh.table ? if_region_of(other) : NULL;
+	if (!o || !head_setup())
+		return IF_BROKEN;
+	ifh.other = (uintptr_t)other;
+	ifh.to_rec = (uint64_t)(uintptr_t)o;
+	ifh.to_start = 0;
+	if_race(head_victim, if_attacker(head_attacker), NULL);
+	/* Out of the table, or its pages unmapped under a record that
+	 * stayed (a backend's destroy() on the moved record). */
+	return if_region_of(other) && if_mapped(other) ? IF_HELD : IF_LANDED;
+}
+
+ATTACK("27o", inflight_pool_slot,
+       "rewrite the slot `rare_pool_destroy` carries past its lock wait "
+       "to another live pool's record: that pool is destroyed instead")
+{
+	if_trials(slot_trial, NULL, "another live pool was destroyed",
+		  "the other pool still live");
 }

@@ -26,6 +26,7 @@
 
 #include "internal.h"
 #include "memfd_region.h"
+#include "../rawsys.h"
 
 /* Writers hold it shared; fork and read-merge-writes hold it exclusive. A
  * lock word of reglock.h: the write paths take it inline (memfd_region.h). */
@@ -111,10 +112,14 @@ int rw_memfd_create(struct rw_region *r)
  * punching the whole memfd, and the view reads zeroes until exit. */
 void rw_memfd_destroy(struct rw_region *r)
 {
-	if (munmap((void *)r->start, r->len))
-		fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
-			  (off_t)r->len);
-	close(r->fd);
+	/* Inline system calls: @r stays in a register through all three,
+	 * where a libc call's callee could save it for a store to move to
+	 * another live pool's record (27o). */
+	if (rw_sys(SYS_munmap, r->start, r->len, 0))
+		rw_sys6(SYS_fallocate, r->fd,
+			FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+			(long)r->len, 0, 0);
+	rw_sys(SYS_close, r->fd, 0, 0);
 }
 
 void rw_memfd_fork_prepare(void)

@@ -727,10 +727,15 @@ static void process_destroy(struct rw_region *r)
 
 		process_write_call("rare_pool_destroy", &zero, 1, false);
 	}
-	/* The helper forgets the range before the address can be reused. */
+	/* The view and the descriptor first, inline: @r stays in a register
+	 * to both, where it crossed ctl_del()'s calls before (a callee saved
+	 * it, a store moved it to another live pool's record, whose pages
+	 * were unmapped: 27o). Then the helper forgets the range; the
+	 * address cannot be a new region's before (registry_lock is held),
+	 * and the helper's mapping is its own. */
+	rw_sys(SYS_munmap, r->start, r->len, 0);
+	rw_sys(SYS_close, r->fd, 0, 0);
 	ctl_del("rare_pool_destroy", (void *)r->start, r->priv);
-	munmap((void *)r->start, r->len);
-	close(r->fd);
 }
 
 /* A piece of a write checked before a lock wait, checked again after it:
