@@ -9,6 +9,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/perf_event.h>
 #include <link.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -494,6 +495,35 @@ double attack_budget(double seconds)
 	return s < 1.0 && seconds > 1.0 ? 1.0 : s;
 }
 
+/*
+ * Keep the kernel's perf scheduling key on for the life of this process.
+ * The lock scenarios (attack_locks.c) set hardware breakpoints with
+ * ptrace, each a per-task perf event: the first turns that static key on
+ * and the last turns it off again, and each turn patches __schedule() with
+ * int3. Under QEMU TCG that patching while other vCPUs run once took the
+ * guest kernel down (check-vm: "Oops: int3" in __schedule, in 26c). A
+ * dummy event of our own, opened once and never closed, leaves the key on:
+ * one patch at the start, none per breakpoint. Best effort: without perf
+ * events the scenarios run as before.
+ */
+static void hold_perf_sched_key(void)
+{
+	static bool held;
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_DUMMY,
+		.exclude_kernel = 1,
+		.exclude_hv = 1,
+	};
+
+	if (held)
+		return;
+	held = true;
+	(void)syscall(SYS_perf_event_open, &attr, 0, -1, -1,
+		      PERF_FLAG_FD_CLOEXEC);
+}
+
 enum attack_result attack_run(const struct attack *a, char *note,
 			      size_t note_len, char *backend,
 			      size_t backend_len)
@@ -501,6 +531,8 @@ enum attack_result attack_run(const struct attack *a, char *note,
 	enum attack_result res;
 	int status;
 	pid_t pid;
+
+	hold_perf_sched_key();
 
 	report = mmap(NULL, sizeof(*report), PROT_READ | PROT_WRITE,
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
