@@ -1038,6 +1038,7 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 				   const char *name, bool seal)
 {
 	long level = level_named(name);
+	const struct rw_backend *own; /* POOL_BACKEND, read once per use */
 	struct rw_region *r, filled;
 	int err;
 
@@ -1064,7 +1065,8 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 	pthread_mutex_lock(&registry_lock);
 	/* NULL before the first seal: init's; a pool's own level is set up
 	 * on first use. */
-	err = POOL_BACKEND ? backend_use(POOL_BACKEND) : 0;
+	own = POOL_BACKEND;
+	err = own ? backend_use(own) : 0;
 	if (err)
 		goto out;
 	r = rw_region_alloc();
@@ -1080,9 +1082,10 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 				    .backend = POOL_BACKEND,
 				    .fd = -1,
 				    .seal = POOL_SEAL};
+	own = POOL_BACKEND;
 	/* init ran, or a library sealed itself */
-	if (POOL_BACKEND && rw_table.backend) {
-		err = POOL_BACKEND->create(&filled);
+	if (own && rw_table.backend) {
+		err = own->create(&filled);
 		filled.protected_ = true;
 	} else {
 		/* Plain memory until init (or the first rare_write_seal_self())
