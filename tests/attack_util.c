@@ -678,10 +678,20 @@ static enum attack_result racy_ok(const char *id, enum attack_result got,
 void attack_check(const struct attack *a)
 {
 	char note[256], backend[32];
-	enum attack_result got =
-		attack_run(a, note, sizeof(note), backend, sizeof(backend));
-	enum attack_result want = attack_expected(a->id, backend);
+	enum attack_result got, want;
 
+	/* The scribbler's rows hold because the library keeps destination,
+	 * region and value in registers from its check to the store. An
+	 * instrumented build spills them across its system calls (objdump
+	 * of build-asan's rmw(): the destination at -0xb8(%rbp) around the
+	 * rt_sigprocmask), so there a landing says nothing of the library
+	 * users run: make check and check-deb run them on the product's
+	 * build (docs/attack-matrix.md, 15a-15f). */
+	if (sanitized_build() && !strncmp(a->id, "15", 2))
+		SKIP("the scribbler checks register-only paths, which "
+		     "-fsanitize=address spills to the stack");
+	got = attack_run(a, note, sizeof(note), backend, sizeof(backend));
+	want = attack_expected(a->id, backend);
 	if (getenv("ATTACK_NOTES"))
 		fprintf(stderr, "attack %s on %s: %s (%s)\n", a->id, backend,
 			attack_result_name(got), note);

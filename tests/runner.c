@@ -3,7 +3,9 @@
  * runner.c - runs every TEST() against every available backend, each case in
  * its own child, and ends with "N passed, N failed, N skipped".
  *
- * Usage: run [substring...]   only cases whose name contains a substring
+ * Usage: run [substring...]   only cases whose name contains a substring;
+ *                             !substring leaves out the cases whose name
+ *                             contains it (run !attack_: all but those)
  * RAREWRITE_TEST_BACKENDS="pkey auto"   restrict the backends (default: all
  * that rare_write_init() accepts on this machine, then "auto").
  */
@@ -87,14 +89,22 @@ static int judge(const struct test_case *tc, int status)
 	return 0;
 }
 
+/* Named by an argument, or by none but an exclusion ("!attack_"): a case
+ * an exclusion names is left out whatever else names it. */
 static bool selected(const struct test_case *tc, int argc, char **argv)
 {
-	if (argc < 2)
-		return true;
-	for (int i = 1; i < argc; i++)
-		if (strstr(tc->name, argv[i]))
-			return true;
-	return false;
+	bool named = false, any_name = false;
+
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] == '!') {
+			if (strstr(tc->name, argv[i] + 1))
+				return false;
+			continue;
+		}
+		any_name = true;
+		named = named || strstr(tc->name, argv[i]);
+	}
+	return named || !any_name;
 }
 
 static const char *describe(int status, char *buf, size_t len)

@@ -3,8 +3,9 @@
 #
 # check-vm.sh RUNNER - boot a Debian kernel under QEMU (TCG, -cpu max, which
 # emulates PKU) with a busybox initramfs holding the static test RUNNER, run
-# the suite with RAREWRITE_TEST_BACKENDS=pkey and then auto, and pass only if
-# both runs print their "N passed, 0 failed" summary and auto chose pkey.
+# the suite with RAREWRITE_TEST_BACKENDS=pkey and then auto (vm/init: all but
+# the attack scenarios, which pkey's run has raced), and pass only if both
+# runs print their "N passed, 0 failed" summary and auto chose pkey.
 #
 # Missing tools (qemu-system-x86, busybox-static, cpio: tools/packages) are
 # installed with apt-get as root, or named; the kernel is fetched with
