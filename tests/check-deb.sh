@@ -195,7 +195,10 @@ dpkg -i "$out/first/"librarewrite0_*.deb "$out/first/"librarewrite0-dbgsym_*.deb
 # -B: the packages just installed, not a build of its own; null: here.
 step "autopkgtest (debian/tests, race scale $race_scale, log: $B/deb/autopkgtest.log)"
 rc=0
+# The scribbler, in-flight and lock races ran in the build's tests above,
+# on the library these packages hold: the autopkgtest runs the rest.
 autopkgtest -B --env="RAREWRITE_TEST_RACE_SCALE=$race_scale" \
+	--env="INSTALLED_SUITE_LEAVE_OUT=attack_scribble attack_inflight attack_lock" \
 	--output-dir "$out/autopkgtest" "$src" -- null >"$out/autopkgtest.log" 2>&1 || rc=$?
 grep -h '^installed-suite:' "$out/autopkgtest/"*-stdout 2>/dev/null || true
 cat "$out/autopkgtest/summary" 2>/dev/null || true
