@@ -798,6 +798,28 @@ static inline __attribute__((always_inline)) long level_named(const char *name)
 	return -1;
 }
 
+/*
+ * The level "auto" gives a pool once rw_backend_lookup() has set its choice
+ * up: the first backend of the preference list that the table records as
+ * set up. auto takes the first whose setup succeeds, and a backend set up
+ * before succeeds at once, so that is the lookup's answer (or, if another
+ * thread has since set up a preferred one, what auto picks now), read from
+ * the table, which no store reaches.
+ */
+static long auto_level(void)
+{
+	const struct rw_backend *b;
+	bool last;
+
+	for (unsigned rank = 0; (b = rw_backend_preferred(rank, &last)); rank++)
+		for (unsigned i = 0; i < RW_MAX_BACKENDS && rw_table.used[i];
+		     i++)
+			if (rw_table.used[i] == b)
+				return rw_backend_index(b) + 1;
+	rw_die("rare_pool_create", NULL,
+	       "\"auto\" set up a backend the table does not record");
+}
+
 #define POOL_REQ(field)                                                        \
 	__atomic_load_n(&rw_table.pool_request.field, __ATOMIC_RELAXED)
 /* The pool's backend: its own, or the process-wide default, read from the
@@ -1043,17 +1065,18 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 	int err;
 
 	if (level < 0) {
-		/* "auto", or no backend's name: the lookup says which, or
-		 * that there is none. Its choice crosses its own calls (a
-		 * pool on "auto" stays open to 27m's store). */
-		const struct rw_backend *b;
+		/* "auto", or no backend's name: the lookup sets up auto's
+		 * choice, or says there is none. Its answer comes back
+		 * through memory, where a store picks another backend (27m
+		 * on "auto"): the level is the table's (auto_level()). */
+		const struct rw_backend *unused;
 
-		err = rw_backend_lookup(name, &b);
+		err = rw_backend_lookup(name, &unused);
 		if (err) {
 			errno = -err;
 			return NULL;
 		}
-		level = rw_backend_index(b) + 1;
+		level = auto_level();
 	}
 	rw_reglock_write(&pools_lock);
 	pool_request_put((uint64_t)level | (uint64_t)seal << 8, len, meta_len);

@@ -1248,10 +1248,11 @@ ATTACK("27l", inflight_realloc,
 
 static struct {
 	const struct rw_table *table;
-	const char *name;	  /* the backend asked for */
-	uint64_t ops, other;	  /* its ops table, another's */
-	volatile uint64_t wrong;  /* a pool on another backend */
-	volatile int wrong_named; /* it was asked for by name */
+	const char *name;	 /* the backend asked for */
+	uint64_t ops, other;	 /* its ops table, another's */
+	volatile uint64_t wrong; /* a pool on another backend */
+	const char *wrong_how;	 /* how it was asked for */
+	bool auto_too;		 /* "auto" picks this backend too */
 } ifb;
 
 static const struct rw_region *if_region_of(const void *p)
@@ -1266,19 +1267,26 @@ static const struct rw_region *if_region_of(const void *p)
 	return NULL;
 }
 
+/* Each call asks for the backend by name, by default, or as "auto" where
+ * auto picks it too (the lookup's answer comes back through memory). */
 static void *backend_victim(void *arg)
 {
-	const struct rare_pool_opts opts = {.backend = ifb.name};
+	const struct rare_pool_opts named = {.backend = ifb.name};
+	const struct rare_pool_opts automatic = {.backend = "auto"};
+	static const char *const how[] = {"named", "by default", "as auto"};
 
 	(void)arg;
 	for (int i = 0; i < IF_CALLS / 10 && !if_trial_over(i) && !ifb.wrong;
 	     i++) {
+		int k = i % (ifb.auto_too ? 3 : 2);
 		struct rare_pool *pool =
-			rare_pool_create_with(4096, i & 1 ? NULL : &opts);
+			rare_pool_create_with(4096, k == 0   ? &named
+						    : k == 1 ? NULL
+							     : &automatic);
 		const struct rw_region *r = pool ? if_region_of(pool) : NULL;
 
 		if (r && (uint64_t)(uintptr_t)r->backend != ifb.ops) {
-			ifb.wrong_named = !(i & 1);
+			ifb.wrong_how = how[k];
 			ifb.wrong = (uint64_t)(uintptr_t)r->backend;
 		}
 		rare_pool_destroy(pool);
@@ -1318,11 +1326,21 @@ static int backend_trial(void *arg)
 	if (!ifb.table || !ifb.ops || !ifb.other ||
 	    !rare_pool_create_with(4096, &o))
 		return IF_BROKEN;
+	o = (struct rare_pool_opts){.backend = "auto"};
+	{
+		struct rare_pool *a = rare_pool_create_with(4096, &o);
+		const struct rw_region *r = a ? if_region_of(a) : NULL;
+
+		if (!r)
+			return IF_BROKEN;
+		ifb.auto_too = (uint64_t)(uintptr_t)r->backend == ifb.ops;
+		rare_pool_destroy(a);
+	}
 	ifb.wrong = 0;
 	if_race(backend_victim, if_attacker(backend_attacker), NULL);
 	if (ifb.wrong && getenv("RAREWRITE_TEST_VERBOSE"))
 		fprintf(stderr, "27m: a pool %s recorded on %s\n",
-			ifb.wrong_named ? "named" : "by default",
+			ifb.wrong_how,
 			ifb.wrong == ifb.other ? other : "another backend");
 	return ifb.wrong ? IF_LANDED : IF_HELD;
 }
