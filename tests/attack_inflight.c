@@ -1504,3 +1504,95 @@ ATTACK("27o", inflight_pool_slot,
 	if_trials(slot_trial, NULL, "another live pool was destroyed",
 		  "the other pool still live");
 }
+
+/* ---- 27p: the zeroes a sealed pool's destroy leaves in its view ---- */
+
+static struct {
+	volatile uint64_t start;	 /* the sealed pool being destroyed */
+	uint64_t to_start;		 /* another live pool's start */
+	const volatile uint64_t *marker; /* an object of that pool */
+} ifz;
+
+#define IF_ZMARK 0x5eadbeefcafef00dULL
+
+/* The other pool still live, mapped, and its object unchanged (read only
+ * once it is known mapped: destroyed, it would fault, not report). */
+static bool zero_held(void)
+{
+	return if_region_of((const void *)ifz.marker) &&
+	       if_mapped((const void *)((uintptr_t)ifz.marker & ~4095UL)) &&
+	       *ifz.marker == IF_ZMARK;
+}
+
+static void *zero_victim(void *arg)
+{
+	const struct rare_pool_opts sealed = {.flags = RARE_POOL_SEAL};
+
+	(void)arg;
+	for (int i = 0; i < IF_CALLS / 30 && !if_trial_over(i) && zero_held();
+	     i++) {
+		struct rare_pool *pool = rare_pool_create_with(4096, &sealed);
+		const struct rw_region *r = pool ? if_region_of(pool) : NULL;
+
+		if (!r)
+			break;
+		ifz.start = r->start;
+		rare_pool_destroy(pool);
+	}
+	return NULL;
+}
+
+/* The start of the sealed pool being destroyed, wherever it crosses a
+ * call or a wait: the other pool's. */
+__attribute__((no_sanitize_address)) static void *zero_attacker(void *arg)
+{
+	(void)arg;
+	while (!ifl.done) {
+		uint64_t start = ifz.start;
+
+		if (!start)
+			continue;
+		for (volatile uint64_t *p = ifl.lo; p < ifl.hi; p++)
+			if (*p == start) {
+				*p = ifz.to_start;
+				ifl.stores++;
+			}
+	}
+	return NULL;
+}
+
+static int zero_trial(void *arg)
+{
+	const struct rare_pool_opts sealed = {.flags = RARE_POOL_SEAL};
+	struct rare_pool *other, *probe;
+	const struct rw_region *o;
+	uint64_t *obj;
+
+	(void)arg;
+	ifb.table = attack_lib_sym("rw_table");
+	probe = ifb.table ? rare_pool_create_with(4096, &sealed) : NULL;
+	if (!probe)
+		return IF_BROKEN;
+	rare_pool_destroy(probe);
+	other = rare_pool_create(4096);
+	obj = other ? rare_alloc(other, sizeof(*obj)) : NULL;
+	o = obj ? if_region_of(other) : NULL;
+	if (!o)
+		return IF_BROKEN;
+	rare_write(*obj, IF_ZMARK);
+	ifz.marker = obj;
+	ifz.to_start = o->start;
+	ifz.start = 0;
+	if_race(zero_victim, if_attacker(zero_attacker), NULL);
+	return zero_held() ? IF_HELD : IF_LANDED;
+}
+
+ATTACK("27p", inflight_sealed_zeroes,
+       "rewrite the start of a sealed pool `rare_pool_destroy` zero-fills "
+       "(its view stays mapped) to another live pool's: that pool is "
+       "zeroed")
+{
+	if_trials(zero_trial, NULL,
+		  "another live pool was zeroed (or destroyed)",
+		  "the other pool's object unchanged");
+}

@@ -715,18 +715,13 @@ static int process_create(struct rw_region *r)
 	return err;
 }
 
-static void process_write_call(const char *call, const struct rw_seg *segs,
-			       unsigned n, bool recheck);
+static void zero_sealed(const struct rw_region *r);
 
 static void process_destroy(struct rw_region *r)
 {
 	/* A sealed view stays until exit: leave zeroes in it. */
-	if (r->seal) {
-		struct rw_seg zero = {
-			.region = r, .dst = (void *)r->start, .len = r->len};
-
-		process_write_call("rare_pool_destroy", &zero, 1, false);
-	}
+	if (r->seal)
+		zero_sealed(r);
 	/* The view and the descriptor first, inline: @r stays in a register
 	 * to both, where it crossed ctl_del()'s calls before (a callee saved
 	 * it, a store moved it to another live pool's record, whose pages
@@ -903,6 +898,31 @@ static void process_write_one(const struct rw_region *r, const char *call,
 	req_init(&q, dst, false);
 	req_add(call, &q, (uintptr_t)dst, src, len, fill);
 	req_flush(call, dst, &q);
+	rw_reglock_write_unlock(&req_lock);
+	rw_reglock_read_unlock(&write_lock);
+}
+
+/*
+ * Zeroes over a sealed pool's whole view, which stays mapped until exit.
+ * The range is read from @r's record once the locks are held (inline, @r
+ * in a register through their waits): a segment built before them waited
+ * on the stack, where a store aimed the zeroes at another live pool (27p).
+ */
+static void zero_sealed(const struct rw_region *r)
+{
+	struct req q;
+
+	rw_reglock_read(&write_lock);
+	rw_reglock_write(&req_lock);
+	/* The core has marked the record free for lookups already. */
+	if (!rw_backend_is(r->backend, RW_BACKEND_PROCESS) || !r->protected_) {
+		rw_reglock_write_unlock(&req_lock);
+		rw_reglock_read_unlock(&write_lock);
+		rw_seg_moved("rare_pool_destroy", (void *)r->start);
+	}
+	req_init(&q, (void *)r->start, false);
+	req_add("rare_pool_destroy", &q, r->start, NULL, r->len, 0);
+	req_flush("rare_pool_destroy", (void *)r->start, &q);
 	rw_reglock_write_unlock(&req_lock);
 	rw_reglock_read_unlock(&write_lock);
 }
