@@ -67,13 +67,16 @@ failed() {
 # (gone with the build, nothing to unmount on any exit path), a PID
 # namespace, and no network for the build itself.
 root=$out/chroot
+# The .debs cache check-fresh's debootstrap fills (tests/check-fresh.sh).
+debs=/var/cache/rarewrite-debootstrap
+mkdir -p "$debs"
 step "debootstrap --variant=buildd $suite (log: $B/deb/debootstrap.log)"
 # Twice, as .ci/run's apt-get: the mirror syncs while we read it.
-debootstrap --variant=buildd "$suite" "$root" "$mirror" >"$out/debootstrap.log" 2>&1 || {
+debootstrap --variant=buildd --cache-dir="$debs" "$suite" "$root" "$mirror" >"$out/debootstrap.log" 2>&1 || {
 	echo "check-deb: debootstrap failed, again in 30s"
 	sleep 30
 	rm -rf "$root"
-	debootstrap --variant=buildd "$suite" "$root" "$mirror" >"$out/debootstrap.log" 2>&1
+	debootstrap --variant=buildd --cache-dir="$debs" "$suite" "$root" "$mirror" >"$out/debootstrap.log" 2>&1
 } || failed "$out/debootstrap.log" "debootstrap failed"
 cat >"$root/etc/apt/sources.list" <<EOF
 deb $mirror $suite main

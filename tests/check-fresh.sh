@@ -30,7 +30,12 @@ if [ "${1:-}" = --inside ]; then
 	root=$work/root
 	t0=$(date +%s)
 	say "debootstrap bookworm (minbase, build-essential, git) from $mirror"
-	debootstrap --variant=minbase --include=build-essential,git bookworm \
+	# The .debs stay in a cache that check-deb's debootstrap also reads
+	# (it then fetches only what it lacks); debootstrap checks each one
+	# against the archive's index.
+	mkdir -p /var/cache/rarewrite-debootstrap
+	debootstrap --variant=minbase --include=build-essential,git \
+		--cache-dir=/var/cache/rarewrite-debootstrap bookworm \
 		"$root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
 		{ tail -20 "$work/debootstrap.log"; die "debootstrap failed"; }
 	t1=$(date +%s)
