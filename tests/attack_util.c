@@ -691,6 +691,13 @@ void attack_check(const struct attack *a)
 	if (sanitized_build() && !strncmp(a->id, "15", 2))
 		SKIP("the scribbler checks register-only paths, which "
 		     "-fsanitize=address spills to the stack");
+	/* 27p rewrites the pool's start wherever it is, also the argument of
+	 * rare_pool_destroy(), which the -O2 build keeps in a register
+	 * through pools_lock's wait and the ASan build spills: there another
+	 * live pool is destroyed (the 27o class, by its argument). */
+	if (sanitized_build() && !strcmp(a->id, "27p"))
+		SKIP("the pool's start stays in a register through destroy's "
+		     "lock only without -fsanitize=address");
 	got = attack_run(a, note, sizeof(note), backend, sizeof(backend));
 	want = attack_expected(a->id, backend);
 	if (getenv("ATTACK_NOTES"))
