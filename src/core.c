@@ -684,14 +684,32 @@ void rare_write_unmap(struct rare_write_mapping m)
 	}
 }
 
-static int backend_use(const struct rw_backend *b)
+/* @b's slot in the table's list of backends set up so far, or the first
+ * free slot after them when it is not there. */
+static unsigned used_slot(const struct rw_backend *b)
 {
 	unsigned i;
-	int err;
 
 	for (i = 0; i < RW_MAX_BACKENDS && rw_table.used[i]; i++)
 		if (rw_table.used[i] == b)
-			return 0;
+			break;
+	return i;
+}
+
+static bool backend_set_up(const struct rw_backend *b)
+{
+	unsigned i = used_slot(b);
+
+	return i < RW_MAX_BACKENDS && rw_table.used[i] == b;
+}
+
+static int backend_use(const struct rw_backend *b)
+{
+	unsigned i = used_slot(b);
+	int err;
+
+	if (i < RW_MAX_BACKENDS && rw_table.used[i] == b)
+		return 0;
 	err = b->setup();
 	if (!err) {
 		TABLE_SET(rw_table.used[i], b);
@@ -812,10 +830,8 @@ static long auto_level(void)
 	bool last;
 
 	for (unsigned rank = 0; (b = rw_backend_preferred(rank, &last)); rank++)
-		for (unsigned i = 0; i < RW_MAX_BACKENDS && rw_table.used[i];
-		     i++)
-			if (rw_table.used[i] == b)
-				return rw_backend_index(b) + 1;
+		if (backend_set_up(b))
+			return rw_backend_index(b) + 1;
 	rw_die("rare_pool_create", NULL,
 	       "\"auto\" set up a backend the table does not record");
 }
