@@ -8,6 +8,7 @@
 # shellcheck disable=SC2034
 X86_CONFIG=$KDIR/configs/x86.config
 ARM_CONFIG=$KDIR/configs/arm.config
+ARM64_CONFIG=$KDIR/configs/arm64.config
 DEBUG_CONFIG=$KDIR/configs/debug.config
 
 # The series in apply order: first the PKS series it is based on
@@ -62,9 +63,13 @@ applied_stamp() {
 #   mm|cr0:RARE_WRITE_NMI_STATE   only pks keeps NMI state (in PKRS)
 #   mm|cr0:RARE_WRITE_FORGED_CLOSE   only pks closes with a register write
 #                                 that is read back
+#   alias:rw_end_restores_loaded_mm, alias:RARE_WRITE_NMI_STATE,
+#   alias:RARE_WRITE_FORGED_CLOSE    as on cr0
 EXPECTED_SKIPS="mm:rw_every_cpu_closed pks:rw_end_restores_loaded_mm
 cr0:rw_end_restores_loaded_mm mm:RARE_WRITE_NMI_STATE cr0:RARE_WRITE_NMI_STATE
-mm:RARE_WRITE_FORGED_CLOSE cr0:RARE_WRITE_FORGED_CLOSE"
+mm:RARE_WRITE_FORGED_CLOSE cr0:RARE_WRITE_FORGED_CLOSE
+alias:rw_end_restores_loaded_mm alias:RARE_WRITE_NMI_STATE
+alias:RARE_WRITE_FORGED_CLOSE"
 skip_expected() { # backend name
 	case " $(tr '\n' ' ' <<< "$EXPECTED_SKIPS") " in
 	*" $1:$2 "*) return 0 ;;
