@@ -236,25 +236,75 @@ static __attribute__((noreturn, noinline, cold)) void changed(const char *call,
 	       "the record of open windows changed on its way to its vault");
 }
 
+#define OUT_OF_SMALL 0x1000L /* count_put(): not a pwrite() result */
+
 /*
  * Set the count at @field (a slot's windows, a level's, the slots in use)
- * to @v: pwrite() from small[@v] in .rodata, then the vault must hold @v,
- * the value in a register since it was computed from the vault. The caller
- * computes @field and @v with no function call since it read the vault.
- * One pwrite().
+ * to *@a + *@b + @d, where @a and @b point into the vault or at small[0]
+ * (a zero of .rodata): pwrite() from small[sum] in .rodata, then the vault
+ * must hold the sum. Reading the vault, adding, bounding the sum to
+ * small[], the pwrite() and the read-back are one asm block, so the new
+ * count is in a register from the read to the compare whatever the
+ * compiler does around it: in C, GCC 12 spilled a count to the stack
+ * between its computation and the syscall in the signal exit (a store
+ * there then went to the vault and passed the read-back, which reloaded
+ * the same slot). The pointers come from the caller, computed from the
+ * vault with no function call since. One pwrite().
  */
 static inline __attribute__((always_inline)) void
-put_count(const char *call, int fd, const uint32_t *field, uint32_t v)
+count_put(const char *call, int fd, const uint32_t *field, const uint32_t *a,
+	  const uint32_t *b, long d)
 {
-	long n;
+	long err;
 
-	if (v > MAX_COUNT)
+#if RW_RAWSYS_INLINE
+	register long off __asm__("r10") =
+		(long)((const char *)field - (const char *)&control);
+	uint64_t v;
+	const void *src;
+
+	__asm__ volatile(
+		"mov (%[a]), %k[v]\n\t"
+		"add (%[b]), %k[v]\n\t"
+		"add %k[d], %k[v]\n\t"
+		"mov %[range], %%eax\n\t"
+		"cmp %[max], %k[v]\n\t"
+		"ja 9f\n\t"
+		"lea (%[small], %q[v], 4), %%rsi\n\t"
+		"mov %[nr], %%eax\n\t"
+		"syscall\n\t"
+		"cmp %[len], %%rax\n\t"
+		"jne 9f\n\t"
+		"mov %[len], %%eax\n\t"
+		"cmp (%[field]), %k[v]\n\t"
+		"jne 9f\n\t"
+		"xor %%eax, %%eax\n"
+		"9:"
+		: "=&a"(err), [v] "=&r"(v), "=&S"(src)
+		: [a] "r"(a), [b] "r"(b), [d] "r"(d), [small] "r"(small),
+		  [field] "r"(field), "D"((long)fd), "d"((long)sizeof(*field)),
+		  "r"(off), [nr] "i"(SYS_pwrite64), [max] "i"(MAX_COUNT),
+		  [len] "i"(sizeof(*field)), [range] "i"(OUT_OF_SMALL)
+		: "rcx", "r11", "memory", "cc");
+	(void)src;
+#else
+	/* Elsewhere in C: what the compiler keeps in registers (rawsys.h). */
+	uint32_t v = *a + *b + (uint32_t)d;
+
+	err = OUT_OF_SMALL;
+	if (v <= MAX_COUNT) {
+		err = vault_put(fd, field, &small[v], sizeof(*field));
+		if (err == (long)sizeof(*field))
+			err = __atomic_load_n(field, __ATOMIC_RELAXED) == v
+				      ? 0
+				      : (long)sizeof(*field);
+	}
+#endif
+	if (err == OUT_OF_SMALL)
 		rw_die(call, NULL, "more than %d windows on one thread",
 		       MAX_COUNT);
-	n = vault_put(fd, field, &small[v], sizeof(*field));
-	if (n != (long)sizeof(*field) ||
-	    __atomic_load_n(field, __ATOMIC_RELAXED) != v)
-		changed(call, n);
+	if (err)
+		changed(call, err);
 }
 
 /*
@@ -288,7 +338,7 @@ static __attribute__((noinline)) void new_slot(const char *call, int fd,
 	    __atomic_load_n(&control.thr[i].tid, __ATOMIC_RELAXED) != tid)
 		changed(call, w);
 	if (i == n)
-		put_count(call, fd, &control.slots, n + 1);
+		count_put(call, fd, &control.slots, &control.slots, small, 1);
 }
 
 static inline __attribute__((always_inline)) void lock(void)
@@ -688,7 +738,7 @@ static __attribute__((noinline)) bool forget(const char *call, int fd,
 		return false;
 	top = &control.thr[slot].suspended[n - 1];
 	if (top->windows > 1) {
-		put_count(call, fd, &top->windows, top->windows - 1);
+		count_put(call, fd, &top->windows, &top->windows, small, -1);
 		return true;
 	}
 	w = vault_put(fd, top, &no_levels[0], sizeof(*top));
@@ -700,11 +750,14 @@ static __attribute__((noinline)) bool forget(const char *call, int fd,
 /*
  * Add @delta (a constant: begin and end are each their own copy) windows
  * to the calling thread, flipping every region when the first opens or
- * the last closes. From the vault's read of the thread's count to the
- * pwrite() of the new one and its read-back, slot, count and descriptor
- * stay in registers: inline code, no call (this_thread(), the last call,
- * comes before any of them exists). What is open afterwards is read from
- * the vault again, not carried across the flips' calls. A begin or an end
+ * the last closes. The slot and the descriptor are found inline, with no
+ * call since this_thread() (the last call, made before either exists),
+ * and count_put() reads, adds, writes and reads back the count in one asm
+ * block. Whether the pages open is @was_open, a flag computed before the
+ * pwrite(): were it spilled and rewritten, a begin opens pages that are
+ * open already (flips only) or leaves them closed (its stores fault and
+ * are reported), neither a write outside a window. Whether they close is
+ * read from the vault after the pwrite(). A begin or an end
  * costs one pwrite(), plus one mprotect() per region when it opens the
  * first window or closes the last; a thread's first window two or three
  * more (new_slot()).
@@ -741,9 +794,10 @@ static inline __attribute__((always_inline)) void windows_add(const char *call,
 		return;
 	}
 	was_open = windows_open();
-	put_count(call, fd, &control.windows[slot], old + (uint32_t)delta);
-	/* Both decided before any call: @was_open from the registers, the
-	 * close from the vault as it is now. */
+	count_put(call, fd, &control.windows[slot], &control.windows[slot],
+		  small, delta);
+	/* Both decided before any call: the close from the vault as it is
+	 * now. */
 	if (delta > 0 && !was_open)
 		flip_all(true);
 	else if (delta < 0 && !windows_open())
@@ -781,29 +835,67 @@ static void mprotect_unmap(struct rw_region *r, void *view, void *addr,
 }
 
 /*
+ * A signal entry's two pwrite()s: push the level {*@count, @uc} at @lvl,
+ * then set *@count to 0. The frame cannot come from .rodata: it goes
+ * through @buf on the stack, and the vault must then hold @uc and the
+ * count it still holds: a rewrite aborts before the count moves. A
+ * function of its own, whose four arguments are about all it holds, so
+ * they stay in registers: inline in the handler's path, GCC 12 spilled
+ * the level's address across the first pwrite() and read it back for the
+ * check, where a store could point the check at another level.
+ */
+static __attribute__((noinline)) void
+level_push(int fd, const uint32_t *count, const struct level *lvl, uintptr_t uc)
+{
+	struct level buf = {.windows = *count, .frame = uc};
+	long r = vault_put(fd, lvl, &buf, sizeof(buf));
+
+	if (r != (long)sizeof(buf) || lvl->windows != *count ||
+	    lvl->frame != uc)
+		changed("signal", r);
+	count_put("signal", fd, count, small, small, 0);
+}
+
+/*
+ * A signal exit's: *@count plus the windows of the level at @lvl (both
+ * read in count_put()'s asm), then the @n levels from @lvl up popped with
+ * zeroes from .rodata, read back. Its own function for the same reason:
+ * inline, GCC 12 spilled the zeroes' offset and length across the first
+ * pwrite().
+ */
+static __attribute__((noinline)) void
+level_pop(int fd, const uint32_t *count, const struct level *lvl, size_t n)
+{
+	long r;
+
+	count_put("signal", fd, count, count, &lvl->windows, 0);
+	r = vault_put(fd, lvl, no_levels, n * sizeof(*lvl));
+	if (r != (long)(n * sizeof(*lvl)))
+		changed("signal", r);
+	for (size_t k = 0; k < n; k++)
+		if (lvl[k].frame || lvl[k].windows)
+			changed("signal", r);
+}
+
+/*
  * A handler holds none of the windows it interrupted: they are closed on
  * entry (for every thread, when they were the last open) and reopened on
  * exit. Who holds what is read from the control page under the thread's
  * id, never from memory a store can reach. The signal is not inside a
  * critical section of this thread (signal.c runs it after), so the lock
  * is free or held by another thread. A thread without windows or levels
- * is left alone, as it has no slot.
- *
- * Entry pushes a level {the windows, the handler's frame}: the frame
- * cannot come from .rodata, so it goes through a stack buffer, and the
- * vault must then hold the frame still in a register (the argument, no
- * call since) and the windows the vault still holds for the slot: a
- * rewrite aborts. Then the count goes to 0 from small[]. Two pwrite()s,
- * one per change, as for a begin (one before, for a thread in the first
- * four slots).
+ * is left alone, as it has no slot. Entry pushes a level {the windows,
+ * the handler's frame} and zeroes the count; exit gives the level's
+ * windows back and pops it with those above it (handlers left by a
+ * jump: their windows stay closed). Two pwrite()s each, one per change
+ * (one each before, for a thread in the first four slots). Whether the
+ * pages close or open is read from the vault after them: opening them
+ * when another thread's window has them open already only costs the
+ * flips.
  */
 static void mprotect_signal_enter(void *uc)
 {
-	struct level buf;
-	const struct level *lvl;
 	unsigned slot, n;
-	uint32_t w;
-	long r;
 	int fd;
 
 	if (!some_slot())
@@ -815,40 +907,24 @@ static void mprotect_signal_enter(void *uc)
 		unlock();
 		return;
 	}
-	w = control.windows[slot];
 	n = levels(slot);
-	if (!w && !n) {
+	if (!control.windows[slot] && !n) {
 		unlock();
 		return;
 	}
 	if (n == MAX_SIGNAL_NEST)
 		rw_die("signal", NULL, "handlers nested more than %d deep",
 		       MAX_SIGNAL_NEST);
-	lvl = &control.thr[slot].suspended[n];
-	buf = (struct level){.windows = w, .frame = (uintptr_t)uc};
-	r = vault_put(fd, lvl, &buf, sizeof(buf));
-	if (r != (long)sizeof(buf) || lvl->windows != control.windows[slot] ||
-	    lvl->frame != (uintptr_t)uc)
-		changed("signal", r);
-	put_count("signal", fd, &control.windows[slot], 0);
+	level_push(fd, &control.windows[slot], &control.thr[slot].suspended[n],
+		   (uintptr_t)uc);
 	if (!windows_open())
 		flip_all(false);
 	unlock();
 }
 
-/*
- * Exit pops the level of its frame and those above it (handlers left by a
- * jump: their windows stay closed) with zeroes from .rodata, and gives
- * the thread back the level's windows from small[]: two pwrite()s, both
- * read back.
- */
 static void mprotect_signal_exit(void *uc)
 {
-	const struct level *lvl;
 	unsigned slot, n, i;
-	uint32_t back, now;
-	bool was_open;
-	long r;
 	int fd;
 
 	if (!some_slot())
@@ -868,19 +944,9 @@ static void mprotect_signal_exit(void *uc)
 		unlock();
 		return;
 	}
-	lvl = &control.thr[slot].suspended[i - 1];
-	back = lvl->windows;
-	now = control.windows[slot] + back;
-	was_open = windows_open();
-	r = vault_put(fd, lvl, no_levels, (n - (i - 1)) * sizeof(*lvl));
-	if (r != (long)((n - (i - 1)) * sizeof(*lvl)))
-		changed("signal", r);
-	for (unsigned k = i - 1; k < n; k++)
-		if (control.thr[slot].suspended[k].frame ||
-		    control.thr[slot].suspended[k].windows)
-			changed("signal", r);
-	put_count("signal", fd, &control.windows[slot], now);
-	if (!was_open && now)
+	level_pop(fd, &control.windows[slot],
+		  &control.thr[slot].suspended[i - 1], n - (i - 1));
+	if (windows_open())
 		flip_all(true);
 	unlock();
 }
