@@ -893,20 +893,31 @@ level_pop(int fd, const uint32_t *count, const struct level *lvl, size_t n)
  * when another thread's window has them open already only costs the
  * flips.
  */
+/* The slot of the handler's thread, flip_lock taken; MAX_THREADS, the
+ * lock not held, if it has none (or no frame came). */
+static inline __attribute__((always_inline)) unsigned
+signal_slot(const void *uc)
+{
+	unsigned slot;
+
+	if (!some_slot() || !uc)
+		return MAX_THREADS;
+	lock();
+	slot = find_slot(this_thread());
+	if (slot == MAX_THREADS)
+		unlock();
+	return slot;
+}
+
 static void mprotect_signal_enter(void *uc)
 {
 	unsigned slot, n;
 	int fd;
 
-	if (!some_slot())
+	slot = signal_slot(uc);
+	if (slot == MAX_THREADS)
 		return;
-	lock();
-	slot = find_slot(this_thread());
 	fd = control_fd();
-	if (slot == MAX_THREADS || !uc) {
-		unlock();
-		return;
-	}
 	n = levels(slot);
 	if (!control.windows[slot] && !n) {
 		unlock();
@@ -927,15 +938,10 @@ static void mprotect_signal_exit(void *uc)
 	unsigned slot, n, i;
 	int fd;
 
-	if (!some_slot())
+	slot = signal_slot(uc);
+	if (slot == MAX_THREADS)
 		return;
-	lock();
-	slot = find_slot(this_thread());
 	fd = control_fd();
-	if (slot == MAX_THREADS || !uc) {
-		unlock();
-		return;
-	}
 	n = levels(slot);
 	for (i = n; i > 0; i--)
 		if (control.thr[slot].suspended[i - 1].frame == (uintptr_t)uc)
