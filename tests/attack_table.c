@@ -71,7 +71,7 @@ const struct attack_expect attack_table[] = {
 	{"15c", {B, B, B, B, B}},
 	{"15d", {O, O, O, O, O}},
 	{"15e", {O, O, O, O, O}},
-	{"15f", {B, NA, NA, O, NA}},
+	{"15f", {B, NA, NA, B, NA}},
 	{"15g", {B, B, B, B, B}},
 	/* Control from memory the library does not own (21), interposition
 	 * gaps (22), the fault report (23), pkey's other keys (24). */

@@ -5,14 +5,16 @@
  *
  * A single write opens only the pages it touches. A begin/end window opens
  * every region, as clearing CR0.WP did, and is visible to every thread of the
- * process while it lasts. One mutex serialises the flips. The count of open
- * windows lives in pages of their own, a vault (vault.c: a memfd mapped
- * read-only, written only with pwrite() under the mutex): no store of any
- * thread can raise it, at rest or during a window, so it cannot keep a window
+ * process while it lasts. One lock serialises the flips. The counts of open
+ * windows live in pages of their own, a vault (vault.c: a memfd mapped
+ * read-only, written only with pwrite() under the lock): no store of any
+ * thread can raise them, at rest or during a window, so it cannot keep a window
  * from closing (Chromium's ProtectedMemory keeps its count read-only at rest
- * only). The page is a static object reached RIP-relative: no pointer to it
- * lives in writable memory, where a store could point end() at a fake page
- * whose count never reaches zero (attack 12a).
+ * only); and a begin or an end writes its thread's new count from a table of
+ * constants, not through a buffer that a store could rewrite on its way
+ * (scribbler 15f, below). The page is a static object reached RIP-relative: no
+ * pointer to it lives in writable memory, where a store could point end() at a
+ * fake page whose count never reaches zero (attack 12a).
  *
  * Signals are not blocked. A window belongs to a thread: the same page
  * records, per thread (thread_self.h: its FS base register on x86-64,
@@ -48,6 +50,7 @@
 #include "critical.h"
 #include "rawsys.h"
 #include "reglock.h"
+#include "table.h"
 #include "thread_self.h"
 
 /* This backend's ops table (at the end), listed in backends.c. */
@@ -56,38 +59,81 @@ extern const struct rw_backend rw_backend_mprotect RW_HIDDEN;
 #define MAX_THREADS 256
 #define MAX_SIGNAL_NEST 6
 
-/* The windows one thread holds, and those its handlers suspended, each
- * with the frame of the handler that suspended it. */
-struct thread_windows {
-	uint64_t tid; /* this_thread(); 0: free slot */
+/* What one handler suspended: the windows its thread held when it came,
+ * and its frame. A level is in use while its frame is not 0 (a ucontext
+ * never is); a thread's levels in use are [0, n). */
+struct level {
 	uint32_t windows;
-	uint32_t nest; /* handlers running on it that suspended some */
-	struct {
-		uint32_t windows;
-		uintptr_t frame;
-	} suspended[MAX_SIGNAL_NEST];
+	uint32_t unused;
+	uint64_t frame;
 };
 
-/* The windows of every thread: a vault (vault.c), a memfd mapped read-only
- * over these pages and written only with pwrite() by set_record(), so no
- * store of any thread reaches it, not even while a window is open (attack
- * 7d, the scribbler 15f). Its descriptor is a word of the core's table. */
+/* Who holds a slot, and what its handlers suspended. */
+struct thread_rec {
+	uint64_t tid; /* this_thread(); 0: never used */
+	struct level suspended[MAX_SIGNAL_NEST];
+};
+
+/*
+ * The windows of every thread: a vault (vault.c), a memfd mapped read-only
+ * over these pages and written only with pwrite(), so no store of any
+ * thread reaches it, not even while a window is open (attack 7d). Its
+ * descriptor is a word of the core's table.
+ *
+ * A slot, once a thread has it, stays the thread's after its last end
+ * (until a new thread needs it back: a slot without windows or suspended
+ * levels is free to take), so a begin or an end changes one word: its
+ * count in @windows. There is no separate total: "a window is open" is
+ * the OR of @windows over [0, @slots), read under flip_lock; and a
+ * nesting depth is the number of levels in use. One word per change is
+ * what lets every change be a pwrite() from a constant (small[], below).
+ */
 static struct control {
-	unsigned long open_windows; /* sum of the windows of every thread */
-	unsigned long nr_threads;   /* slots in use */
-	struct thread_windows thr[MAX_THREADS];
+	uint32_t windows[MAX_THREADS]; /* per slot: its thread's windows */
+	uint32_t slots; /* slots [0, slots) were used: every scan's end */
+	uint32_t unused;
+	struct thread_rec thr[MAX_THREADS];
 } __attribute__((aligned(4096))) control;
+
+/*
+ * The sources of those pwrite()s: every value a count takes (a thread's
+ * windows, the slots in use), and the zeroes of free levels, in .rodata.
+ * A count used to reach its vault through buffers on the stack (a record
+ * copied from the vault, changed, built into a head, copied again in
+ * vault.c) that another thread could rewrite while pwrite() waited to
+ * read them; the check after it compared with values "kept apart" that
+ * could be spilled across the same calls (15f, SECURITY.md). Now the new
+ * count is the vault's old one plus or minus one, computed in a register,
+ * and pwrite() copies &small[count]: no store reaches its source, and
+ * the offset, length and count stay in registers from the vault's read to
+ * the syscall and to the read-back compare (no function call in between,
+ * rawsys.h's inline syscall). MAX_COUNT bounds a thread's windows: a
+ * window and a map each are one, and the core keeps at most RW_MAX_MAPS
+ * maps, so 2047 leaves room for RW_MAX_MAPS and a window per handler.
+ */
+#define MAX_COUNT 2047
+#define C1(n) (n)
+#define C2(n) C1(n), C1((n) + 1)
+#define C4(n) C2(n), C2((n) + 2)
+#define C8(n) C4(n), C4((n) + 4)
+#define C16(n) C8(n), C8((n) + 8)
+#define C32(n) C16(n), C16((n) + 16)
+#define C64(n) C32(n), C32((n) + 32)
+#define C128(n) C64(n), C64((n) + 64)
+#define C256(n) C128(n), C128((n) + 128)
+#define C512(n) C256(n), C256((n) + 256)
+#define C1024(n) C512(n), C512((n) + 512)
+#define C2048(n) C1024(n), C1024((n) + 1024)
+static const uint32_t small[MAX_COUNT + 1] = {C2048(0u)};
+static const struct level no_levels[MAX_SIGNAL_NEST] = {{0, 0, 0}};
+_Static_assert(MAX_THREADS <= MAX_COUNT && RW_MAX_MAPS + 64 <= MAX_COUNT,
+	       "small[] holds every count");
 
 enum { CONTROL_FD }; /* rw_backend_word(): the vault's descriptor + 1 */
 
-static int control_fd(void)
+static inline __attribute__((always_inline)) int control_fd(void)
 {
 	return (int)rw_backend_word(RW_BACKEND_MPROTECT, CONTROL_FD) - 1;
-}
-
-static void control_store(void *dst, const void *src, size_t len)
-{
-	rw_vault_store(control_fd(), &control, dst, src, len);
 }
 
 /* Serialises the flips and the control page: held exclusive, a lock word
@@ -118,113 +164,181 @@ static uint64_t this_thread(void)
 	return rw_thread_self("rare_write_begin");
 }
 
-/* The record of @tid, or NULL; flip_lock held (or a stable table). */
-static const struct thread_windows *find_record(uint64_t tid)
+/* The slots to scan; flip_lock held (or a hint without it). */
+static inline __attribute__((always_inline)) unsigned slots_used(void)
 {
-	if (!control.nr_threads)
-		return NULL;
-	for (unsigned i = 0; i < MAX_THREADS; i++)
-		if (control.thr[i].tid == tid)
-			return &control.thr[i];
-	return NULL;
+	uint32_t n = __atomic_load_n(&control.slots, __ATOMIC_RELAXED);
+
+	return n < MAX_THREADS ? n : MAX_THREADS;
 }
 
-/* A record in one of the first slots goes into the vault with the counts
- * in one pwrite() (the slots before it rewritten with their own contents,
- * flip_lock held); a window's begin and end then cost one each. */
-#define ONE_WRITE_SLOTS 4
-struct control_head {
-	unsigned long counts[2];
-	struct thread_windows thr[ONE_WRITE_SLOTS];
-};
-_Static_assert(offsetof(struct control, thr) ==
-			       offsetof(struct control_head, thr) &&
-		       sizeof(struct control_head) <= 512,
-	       "the head of the control page, written in one pwrite()");
+/* The slot of @tid, or MAX_THREADS; flip_lock held (or a stable table). */
+static inline __attribute__((always_inline)) unsigned find_slot(uint64_t tid)
+{
+	unsigned n = slots_used();
+
+	for (unsigned i = 0; i < n; i++)
+		if (control.thr[i].tid == tid)
+			return i;
+	return MAX_THREADS;
+}
+
+/* Whether any thread ever had a slot, without the lock (a handler's quick
+ * exit): slot 0 is the first taken, and its id never goes back to 0 (but
+ * in a fork child, single-threaded). Not @slots: a 4-byte pwrite() is
+ * copied a byte at a time, and 255 going to 256 reads 0 half-way. */
+static inline __attribute__((always_inline)) bool some_slot(void)
+{
+	return __atomic_load_n(&control.thr[0].tid, __ATOMIC_RELAXED) != 0;
+}
+
+/* Whether any thread holds a window; flip_lock held. Inline, no call: the
+ * single write runs it between its check and its flips. */
+static inline __attribute__((always_inline)) bool windows_open(void)
+{
+	unsigned n = slots_used();
+	uint32_t any = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		any |= control.windows[i];
+	return any != 0;
+}
+
+/* The levels in use of @slot. */
+static inline __attribute__((always_inline)) unsigned levels(unsigned slot)
+{
+	unsigned n = 0;
+
+	while (n < MAX_SIGNAL_NEST && control.thr[slot].suspended[n].frame)
+		n++;
+	return n;
+}
+
+/* pwrite(2) of [@src, @src + @len) over @dst in the vault, inline
+ * (rawsys.h): file, source, length and offset go to the kernel from
+ * registers. The bytes written or -errno. */
+static inline __attribute__((always_inline)) long
+vault_put(int fd, const void *dst, const void *src, size_t len)
+{
+	return rw_sys6(SYS_pwrite64, fd, (long)src, (long)len,
+		       (long)((const char *)dst - (const char *)&control), 0,
+		       0);
+}
+
+static __attribute__((noreturn, noinline, cold)) void changed(const char *call,
+							      long n)
+{
+	if (n < 0)
+		rw_die(call, &control,
+		       "cannot write the record of open windows: %s",
+		       strerror((int)-n));
+	rw_die(call, &control,
+	       "the record of open windows changed on its way to its vault");
+}
+
+#define OUT_OF_SMALL 0x1000L /* count_put(): not a pwrite() result */
 
 /*
- * The record and the count reach the vault through stack buffers (the
- * head below, vault.c's aligned copy) that another thread can rewrite
- * while pwrite() waits to read them: {1 window, 1 thread} made {2, 1}
- * left the pages writable after the last end (an outside review, 27d, 27e).
- * So after each store the control page, which no store reaches, must say
- * what the call meant: @tid's windows and nesting and the count as the
- * call took them before building its buffers, and the count the sum of
- * every record's windows, the thread count the records in use. A rewrite
- * aborts; what is left is a thread that rewrites the buffer and the
- * values kept apart alike (SECURITY.md).
+ * Set the count at @field (a slot's windows, a level's, the slots in use)
+ * to *@a + *@b + @d, where @a and @b point into the vault or at small[0]
+ * (a zero of .rodata): pwrite() from small[sum] in .rodata, then the vault
+ * must hold the sum. Reading the vault, adding, bounding the sum to
+ * small[], the pwrite() and the read-back are one asm block, so the new
+ * count is in a register from the read to the compare whatever the
+ * compiler does around it: in C, GCC 12 spilled a count to the stack
+ * between its computation and the syscall in the signal exit (a store
+ * there then went to the vault and passed the read-back, which reloaded
+ * the same slot). The pointers come from the caller, computed from the
+ * vault with no function call since. One pwrite().
  */
-static void check_record(const char *call, uint64_t tid, uint32_t windows,
-			 uint32_t nest, unsigned long open)
+static inline __attribute__((always_inline)) void
+count_put(const char *call, int fd, const uint32_t *field, const uint32_t *a,
+	  const uint32_t *b, long d)
 {
-	const struct thread_windows *now = find_record(tid);
-	unsigned long sum = 0, used = 0;
+	long err;
 
-	for (unsigned i = 0; i < MAX_THREADS && used < control.nr_threads; i++)
-		if (control.thr[i].tid) {
-			used++;
-			sum += control.thr[i].windows;
-		}
-	if ((now ? now->windows : 0) != windows ||
-	    (now ? now->nest : 0) != nest || control.open_windows != open ||
-	    sum != open || used != control.nr_threads)
-		rw_die(call, &control,
-		       "the record of open windows changed on its way to its "
-		       "vault");
+#if RW_RAWSYS_INLINE
+	register long off __asm__("r10") =
+		(long)((const char *)field - (const char *)&control);
+	uint64_t v;
+	const void *src;
+
+	__asm__ volatile(
+		"mov (%[a]), %k[v]\n\t"
+		"add (%[b]), %k[v]\n\t"
+		"add %k[d], %k[v]\n\t"
+		"mov %[range], %%eax\n\t"
+		"cmp %[max], %k[v]\n\t"
+		"ja 9f\n\t"
+		"lea (%[small], %q[v], 4), %%rsi\n\t"
+		"mov %[nr], %%eax\n\t"
+		"syscall\n\t"
+		"cmp %[len], %%rax\n\t"
+		"jne 9f\n\t"
+		"mov %[len], %%eax\n\t"
+		"cmp (%[field]), %k[v]\n\t"
+		"jne 9f\n\t"
+		"xor %%eax, %%eax\n"
+		"9:"
+		: "=&a"(err), [v] "=&r"(v), "=&S"(src)
+		: [a] "r"(a), [b] "r"(b), [d] "r"(d), [small] "r"(small),
+		  [field] "r"(field), "D"((long)fd), "d"((long)sizeof(*field)),
+		  "r"(off), [nr] "i"(SYS_pwrite64), [max] "i"(MAX_COUNT),
+		  [len] "i"(sizeof(*field)), [range] "i"(OUT_OF_SMALL)
+		: "rcx", "r11", "memory", "cc");
+	(void)src;
+#else
+	/* Elsewhere in C: what the compiler keeps in registers (rawsys.h). */
+	uint32_t v = *a + *b + (uint32_t)d;
+
+	err = OUT_OF_SMALL;
+	if (v <= MAX_COUNT) {
+		err = vault_put(fd, field, &small[v], sizeof(*field));
+		if (err == (long)sizeof(*field))
+			err = __atomic_load_n(field, __ATOMIC_RELAXED) == v
+				      ? 0
+				      : (long)sizeof(*field);
+	}
+#endif
+	if (err == OUT_OF_SMALL)
+		rw_die(call, NULL, "more than %d windows on one thread",
+		       MAX_COUNT);
+	if (err)
+		changed(call, err);
 }
 
-/* Replace the record of @rec->tid by @rec (a record without windows or
- * suspended ones is freed), and the count by @open; flip_lock held. */
-static void set_record(const char *call, const struct thread_windows *rec,
-		       unsigned long open)
+/*
+ * Give the calling thread @tid a slot (it has none); flip_lock held. Its
+ * id cannot come from .rodata: it goes through @buf on the stack, which
+ * another thread can rewrite while pwrite() waits, to another thread's
+ * id say. So the vault must then hold @tid, which stayed in a register
+ * (an argument, no call since), else abort before any count moves: a
+ * rewrite either aborts or writes the id meant. The slot taken holds no
+ * window and no level (never used, or idle: its thread ended its last
+ * window, or died), so nothing else of it changes; a new slot past
+ * @slots raises @slots from small[] after its id is in place. The caller
+ * then finds the slot again, from the vault. Once per thread: two
+ * pwrite()s, or three with a new slot.
+ */
+static __attribute__((noinline)) void new_slot(const char *call, int fd,
+					       uint64_t tid)
 {
-	const uint64_t tid = rec->tid;
-	const uint32_t windows = rec->windows, nest = rec->nest;
-	const struct thread_windows *slot = find_record(tid);
-	bool empty = !windows && !nest;
-	unsigned long counts[2] = {open, control.nr_threads};
-	const struct thread_windows freed = {.tid = 0};
+	unsigned n = slots_used(), i;
+	uint64_t buf = tid;
+	long w;
 
-	if (!slot && !empty) {
-		for (unsigned i = 0; i < MAX_THREADS && !slot; i++)
-			if (!control.thr[i].tid)
-				slot = &control.thr[i];
-		if (!slot)
-			rw_die(call, NULL,
-			       "more than %d threads hold windows at once",
-			       MAX_THREADS);
-		counts[1]++;
-	}
-	if (slot && empty)
-		counts[1]--;
-	if (slot && slot - control.thr < ONE_WRITE_SLOTS) {
-		size_t i = (size_t)(slot - control.thr);
-		size_t span = (size_t)((const char *)(slot + 1) -
-				       (const char *)&control);
-		struct control_head head;
-
-		memcpy(&head, &control, span);
-		memcpy(head.counts, counts, sizeof(counts));
-		head.thr[i] = empty ? freed : *rec;
-		control_store(&control, &head, span);
-	} else {
-		if (slot)
-			control_store((void *)slot, empty ? &freed : rec,
-				      sizeof(*slot));
-		control_store(&control.open_windows, counts, sizeof(counts));
-	}
-	check_record(call, tid, windows, nest, open);
-}
-
-/* This thread's record as a value (zeroes if it has none). */
-static struct thread_windows my_record(uint64_t tid)
-{
-	const struct thread_windows *r = find_record(tid);
-	struct thread_windows rec = {.tid = tid};
-
-	if (r)
-		rec = *r;
-	return rec;
+	for (i = 0; i < n; i++)
+		if (!control.windows[i] && !control.thr[i].suspended[0].frame)
+			break;
+	if (i == MAX_THREADS)
+		rw_die(call, NULL, "more than %d threads hold windows at once",
+		       MAX_THREADS);
+	w = vault_put(fd, &control.thr[i].tid, &buf, sizeof(buf));
+	if (w != (long)sizeof(buf) ||
+	    __atomic_load_n(&control.thr[i].tid, __ATOMIC_RELAXED) != tid)
+		changed(call, w);
+	if (i == n)
+		count_put(call, fd, &control.slots, &control.slots, small, 1);
 }
 
 static inline __attribute__((always_inline)) void lock(void)
@@ -344,7 +458,7 @@ static void mprotect_write(const struct rw_seg *segs, unsigned n)
 		rw_die("rare_write_memcpy", NULL, "%u segments in one write",
 		       n);
 	lock();
-	if (control.open_windows) {
+	if (windows_open()) {
 		/* Another thread's window has every region open already. */
 		for (unsigned i = 0; i < n; i++)
 			rw_seg_store(&segs[i], segs[i].dst);
@@ -403,7 +517,7 @@ static __attribute__((noinline)) void mprotect_write_built(const char *call,
 
 	lock();
 	rw_seg_make(&rw_backend_mprotect, call, dst, src, len, fill, &s);
-	if (control.open_windows) {
+	if (windows_open()) {
 		built_store(call, &s, dst, src, len, fill);
 	} else {
 		page_span(&s, &start, &span);
@@ -590,7 +704,7 @@ static void mprotect_write_one(const struct rw_region *r, const char *call,
 	last = (a - r->start + len + piece - 1) / piece * piece;
 	if (last > r->len)
 		last = r->len;
-	flip = !__atomic_load_n(&control.open_windows, __ATOMIC_RELAXED);
+	flip = !windows_open();
 	/* Which store, from the registers again: a flag the compiler keeps
 	 * on the stack through the lock's wait is the attacker's to flip. */
 	rw_in_register(a);
@@ -606,48 +720,87 @@ static void mprotect_write_one(const struct rw_region *r, const char *call,
 		mprotect_refused(call, (void *)a, len, err);
 }
 
-/* Add @delta windows to the calling thread, flipping every region when
- * the first opens or the last closes. */
-static void windows_add(const char *call, int delta)
+/*
+ * An end with no window of its own: a handler suspended windows and was
+ * left by a jump (siglongjmp), its pages are closed, and this end forgets
+ * one of the top level's windows (the level, with its last). False if
+ * there is none. flip_lock held; @slot in a register since the caller
+ * found it, and one pwrite() from .rodata.
+ */
+static __attribute__((noinline)) bool forget(const char *call, int fd,
+					     unsigned slot)
 {
-	uint64_t tid = this_thread();
-	struct thread_windows rec;
-	unsigned long open;
-	uint32_t want;
+	unsigned n = levels(slot);
+	const struct level *top;
+	long w;
+
+	if (!n || !control.thr[slot].suspended[n - 1].windows)
+		return false;
+	top = &control.thr[slot].suspended[n - 1];
+	if (top->windows > 1) {
+		count_put(call, fd, &top->windows, &top->windows, small, -1);
+		return true;
+	}
+	w = vault_put(fd, top, &no_levels[0], sizeof(*top));
+	if (w != (long)sizeof(*top) || top->windows || top->frame)
+		changed(call, w);
+	return true;
+}
+
+/*
+ * Add @delta (a constant: begin and end are each their own copy) windows
+ * to the calling thread, flipping every region when the first opens or
+ * the last closes. The slot and the descriptor are found inline, with no
+ * call since this_thread() (the last call, made before either exists),
+ * and count_put() reads, adds, writes and reads back the count in one asm
+ * block. Whether the pages open is @was_open, a flag computed before the
+ * pwrite(): were it spilled and rewritten, a begin opens pages that are
+ * open already (flips only) or leaves them closed (its stores fault and
+ * are reported), neither a write outside a window. Whether they close is
+ * read from the vault after the pwrite(). A begin or an end
+ * costs one pwrite(), plus one mprotect() per region when it opens the
+ * first window or closes the last; a thread's first window two or three
+ * more (new_slot()).
+ */
+static inline __attribute__((always_inline)) void windows_add(const char *call,
+							      int delta)
+{
+	unsigned slot;
+	uint32_t old;
+	bool was_open;
+	int fd;
 
 	lock();
-	rec = my_record(tid);
-	/* Kept apart from @rec, which waits on the stack through the flips. */
-	want = rec.windows + (uint32_t)delta;
-	if (delta < 0 && !rec.windows && rec.nest &&
-	    rec.suspended[rec.nest - 1].windows) {
-		/* A handler suspended the window and was left by a jump
-		 * (siglongjmp): its pages are closed; this end forgets it. */
-		rec.nest--;
-		rec.suspended[rec.nest].windows--;
-		if (rec.suspended[rec.nest].windows)
-			rec.nest++;
-		else
-			rec.suspended[rec.nest].frame = 0;
-		set_record(call, &rec, control.open_windows);
+	for (;;) {
+		uint64_t tid = this_thread();
+
+		fd = control_fd();
+		slot = find_slot(tid);
+		if (slot < MAX_THREADS)
+			break;
+		if (delta < 0) {
+			unlock();
+			rw_die(call, NULL, "no open window on this thread");
+		}
+		new_slot(call, fd, tid);
+	}
+	old = control.windows[slot];
+	if (delta < 0 && !old) {
+		if (!forget(call, fd, slot)) {
+			unlock();
+			rw_die(call, NULL, "no open window on this thread");
+		}
 		unlock();
 		return;
 	}
-	if (delta < 0 && !rec.windows) {
-		unlock();
-		rw_die(call, NULL, "no open window on this thread");
-	}
-	rec.windows += (uint32_t)delta;
-	open = control.open_windows + (unsigned long)(long)delta;
-	if (!control.open_windows && open)
+	was_open = windows_open();
+	count_put(call, fd, &control.windows[slot], &control.windows[slot],
+		  small, delta);
+	/* Both decided before any call: the close from the vault as it is
+	 * now. */
+	if (delta > 0 && !was_open)
 		flip_all(true);
-	set_record(call, &rec, open);
-	if (my_record(tid).windows != want)
-		rw_die(call, &control,
-		       "the record of open windows changed on its way to its "
-		       "vault");
-	/* The vault's count, not @open: it was on the stack meanwhile. */
-	if (!control.open_windows)
+	else if (delta < 0 && !windows_open())
 		flip_all(false);
 	unlock();
 }
@@ -682,73 +835,125 @@ static void mprotect_unmap(struct rw_region *r, void *view, void *addr,
 }
 
 /*
+ * A signal entry's two pwrite()s: push the level {*@count, @uc} at @lvl,
+ * then set *@count to 0. The frame cannot come from .rodata: it goes
+ * through @buf on the stack, and the vault must then hold @uc and the
+ * count it still holds: a rewrite aborts before the count moves. A
+ * function of its own, whose four arguments are about all it holds, so
+ * they stay in registers: inline in the handler's path, GCC 12 spilled
+ * the level's address across the first pwrite() and read it back for the
+ * check, where a store could point the check at another level.
+ */
+static __attribute__((noinline)) void
+level_push(int fd, const uint32_t *count, const struct level *lvl, uintptr_t uc)
+{
+	struct level buf = {.windows = *count, .frame = uc};
+	long r = vault_put(fd, lvl, &buf, sizeof(buf));
+
+	if (r != (long)sizeof(buf) || lvl->windows != *count ||
+	    lvl->frame != uc)
+		changed("signal", r);
+	count_put("signal", fd, count, small, small, 0);
+}
+
+/*
+ * A signal exit's: *@count plus the windows of the level at @lvl (both
+ * read in count_put()'s asm), then the @n levels from @lvl up popped with
+ * zeroes from .rodata, read back. Its own function for the same reason:
+ * inline, GCC 12 spilled the zeroes' offset and length across the first
+ * pwrite().
+ */
+static __attribute__((noinline)) void
+level_pop(int fd, const uint32_t *count, const struct level *lvl, size_t n)
+{
+	long r;
+
+	count_put("signal", fd, count, count, &lvl->windows, 0);
+	r = vault_put(fd, lvl, no_levels, n * sizeof(*lvl));
+	if (r != (long)(n * sizeof(*lvl)))
+		changed("signal", r);
+	for (size_t k = 0; k < n; k++)
+		if (lvl[k].frame || lvl[k].windows)
+			changed("signal", r);
+}
+
+/*
  * A handler holds none of the windows it interrupted: they are closed on
  * entry (for every thread, when they were the last open) and reopened on
  * exit. Who holds what is read from the control page under the thread's
  * id, never from memory a store can reach. The signal is not inside a
  * critical section of this thread (signal.c runs it after), so the lock
- * is free or held by another thread.
+ * is free or held by another thread. A thread without windows or levels
+ * is left alone, as it has no slot. Entry pushes a level {the windows,
+ * the handler's frame} and zeroes the count; exit gives the level's
+ * windows back and pops it with those above it (handlers left by a
+ * jump: their windows stay closed). Two pwrite()s each, one per change
+ * (one each before, for a thread in the first four slots). Whether the
+ * pages close or open is read from the vault after them: opening them
+ * when another thread's window has them open already only costs the
+ * flips.
  */
+/* The slot of the handler's thread, flip_lock taken; MAX_THREADS, the
+ * lock not held, if it has none (or no frame came). */
+static inline __attribute__((always_inline)) unsigned
+signal_slot(const void *uc)
+{
+	unsigned slot;
+
+	if (!some_slot() || !uc)
+		return MAX_THREADS;
+	lock();
+	slot = find_slot(this_thread());
+	if (slot == MAX_THREADS)
+		unlock();
+	return slot;
+}
+
 static void mprotect_signal_enter(void *uc)
 {
-	uint64_t tid;
-	struct thread_windows rec;
-	unsigned long open;
+	unsigned slot, n;
+	int fd;
 
-	(void)uc;
-	if (!__atomic_load_n(&control.nr_threads, __ATOMIC_RELAXED))
+	slot = signal_slot(uc);
+	if (slot == MAX_THREADS)
 		return;
-	tid = this_thread();
-	lock();
-	rec = my_record(tid);
-	if (!find_record(tid)) {
+	fd = control_fd();
+	n = levels(slot);
+	if (!control.windows[slot] && !n) {
 		unlock();
 		return;
 	}
-	if (rec.nest == MAX_SIGNAL_NEST)
+	if (n == MAX_SIGNAL_NEST)
 		rw_die("signal", NULL, "handlers nested more than %d deep",
 		       MAX_SIGNAL_NEST);
-	rec.suspended[rec.nest].windows = rec.windows;
-	rec.suspended[rec.nest++].frame = (uintptr_t)uc;
-	open = control.open_windows - rec.windows;
-	rec.windows = 0;
-	set_record("signal", &rec, open);
-	if (!control.open_windows)
+	level_push(fd, &control.windows[slot], &control.thr[slot].suspended[n],
+		   (uintptr_t)uc);
+	if (!windows_open())
 		flip_all(false);
 	unlock();
 }
 
 static void mprotect_signal_exit(void *uc)
 {
-	uint64_t tid;
-	struct thread_windows rec;
-	unsigned long open;
-	uint32_t back = 0;
-	unsigned i;
+	unsigned slot, n, i;
+	int fd;
 
-	if (!__atomic_load_n(&control.nr_threads, __ATOMIC_RELAXED))
+	slot = signal_slot(uc);
+	if (slot == MAX_THREADS)
 		return;
-	tid = this_thread();
-	lock();
-	rec = my_record(tid);
-	for (i = rec.nest; i > 0; i--)
-		if (rec.suspended[i - 1].frame == (uintptr_t)uc)
+	fd = control_fd();
+	n = levels(slot);
+	for (i = n; i > 0; i--)
+		if (control.thr[slot].suspended[i - 1].frame == (uintptr_t)uc)
 			break;
-	if (!find_record(tid) || !i) {
+	if (!i) {
 		unlock();
 		return;
 	}
-	/* Levels above ours belong to handlers left by a jump: their
-	 * windows stay closed. */
-	back = rec.suspended[i - 1].windows;
-	memset(&rec.suspended[i - 1], 0,
-	       (rec.nest - (i - 1)) * sizeof(rec.suspended[0]));
-	rec.nest = i - 1;
-	rec.windows += back;
-	open = control.open_windows + back;
-	if (!control.open_windows && open)
+	level_pop(fd, &control.windows[slot],
+		  &control.thr[slot].suspended[i - 1], n - (i - 1));
+	if (windows_open())
 		flip_all(true);
-	set_record("signal", &rec, open);
 	unlock();
 }
 
@@ -757,7 +962,7 @@ static void mprotect_signal_exit(void *uc)
  * them) and let the lock go; the write never resumes. */
 static void mprotect_cs_fault(void)
 {
-	if (!control.open_windows)
+	if (!windows_open())
 		flip_all(false);
 	rw_reglock_write_unlock(&flip_lock);
 }
@@ -781,28 +986,35 @@ static void mprotect_fork_child(void)
 	 * .bss, set here in prepare, could be pointed at a thread that holds
 	 * a window while the parent forks (attack 14f). */
 #if defined(__x86_64__)
-	struct thread_windows rec = my_record(this_thread());
+	unsigned slot = find_slot(this_thread());
 #else
-	struct thread_windows rec = my_record((uint64_t)rw_fork_tid());
+	unsigned slot = find_slot((uint64_t)rw_fork_tid());
 #endif
-	int fd = rw_vault_fork_copy(control_fd(), &control, sizeof(control));
+	struct thread_rec rec = {.tid = 0};
+	uint32_t windows = 0;
+	int fd;
 
+	if (slot < MAX_THREADS) {
+		rec = control.thr[slot];
+		windows = control.windows[slot];
+	}
+	fd = rw_vault_fork_copy(control_fd(), &control, sizeof(control));
 	/* The parent's vault is shared: a copy of our own, writable only
-	 * here, before any other thread exists. */
+	 * here, before any other thread exists (no store but ours). */
 	if (fd < 0)
 		rw_die("fork", &control, "child cannot copy its windows: %s",
 		       strerror(-fd));
 	rw_backend_word_set(RW_BACKEND_MPROTECT, CONTROL_FD, (uint64_t)fd + 1);
 	memset(&control, 0, sizeof(control));
+	if (windows || rec.suspended[0].frame) {
+		rec.tid = this_thread();
+		control.thr[0] = rec;
+		control.windows[0] = windows;
+		control.slots = 1;
+	}
 	if (rw_vault_fork_done(&control, sizeof(control)))
 		rw_die("fork", &control, "child cannot protect its windows");
-	if (rec.windows || rec.nest) {
-		unsigned long open = rec.windows;
-
-		rec.tid = this_thread();
-		set_record("fork", &rec, open);
-	}
-	if (!control.open_windows)
+	if (!windows_open())
 		flip_all(false);
 	__atomic_store_n(&flip_lock, 0, __ATOMIC_RELAXED);
 }
