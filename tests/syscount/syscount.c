@@ -55,8 +55,8 @@ static const char *const op_name[NR_OP] = {
  * the open map's record goes into the table and out of it (vault.c), and
  * each of map and unmap first puts its request there (core.c,
  * map_request_put(): what it uses after a function call, scribbler 15e). The
- * mprotect backend's window also writes its thread's record and the count
- * into their vault at begin and at end, one pwrite() each (the thread is
+ * mprotect backend's window also writes its thread's window count into
+ * its vault at begin and at end, one pwrite() each (the thread is
  * known by its FS base register, no gettid()). rare_write_add()
  * blocks signals and restores them (two rt_sigprocmask()) and takes and
  * gives the add lock (klock.h: a read() and a write() of its pipe)
