@@ -196,6 +196,14 @@ RW_HIDDEN struct rw_region *rw_region_next(struct rw_region *prev);
  * process backend's helper, which shares the table's mapping, calls it.
  */
 RW_HIDDEN const struct rw_region *rw_region_dying(void);
+/*
+ * The record of the pool whose rare_pool_create() is in progress and whose
+ * head is not written yet, as the table says: the request a creation's,
+ * its slot published as a pool with the bookkeeping still open (user_start
+ * at the start); the head's bound, the request's metadata length, in
+ * *@meta_len. Else NULL. Loads only, as rw_region_dying().
+ */
+RW_HIDDEN const struct rw_region *rw_region_opening(size_t *meta_len);
 
 /*
  * Words of backend @id kept in the core's table, where no store reaches

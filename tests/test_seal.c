@@ -131,14 +131,26 @@ struct destroy_case {
 
 /* The child destroys its copy of a sealed pool: its view zeroed by its own
  * helper (process: the range from the child's copy of the table, which
- * that helper shares), the parent's untouched. */
+ * that helper shares), the parent's untouched; and creates one. */
 static void child_destroys(void *arg)
 {
 	struct destroy_case *c = arg;
 
+	struct rare_pool *p;
+	long *o;
+
 	CHECK(*c->obj == 5);
 	rare_pool_destroy(c->pool);
 	CHECK(*(volatile long *)c->obj == 0);
+	/* A new pool of the child's: its head written by the child's helper
+	 * (process: where the child's table says). */
+	p = rare_pool_create_with(
+		4096, &(struct rare_pool_opts){.flags = RARE_POOL_SEAL});
+	CHECK(p);
+	o = rare_alloc(p, sizeof(long));
+	CHECK(o);
+	rare_write(*o, 7L);
+	CHECK(*o == 7);
 	_exit(0);
 }
 

@@ -878,6 +878,38 @@ static void process_write_call(const char *call, const struct rw_seg *segs,
 	rw_reglock_read_unlock(&write_lock);
 }
 
+/*
+ * A new pool's head, @len bytes at @src, as one HEAD request (req_lock
+ * held): it names no destination, the helper writes it at the start of
+ * the pool the core's table records as being created, bookkeeping still
+ * open (process_ring.h). Sent as a write, its destination waited in the
+ * request in memory for sendmsg(2), where a store aimed the head at the
+ * section (27n). The core reads the head back after.
+ */
+static inline __attribute__((always_inline)) void
+head_put(const char *call, const void *addr, const void *src, size_t len)
+{
+	struct prw_msg m;
+	struct iovec iov[2];
+	struct msghdr mh;
+	int err;
+
+	if (len > data_max())
+		rw_die(call, addr,
+		       "a %zu-byte pool head does not fit one request", len);
+	m = (struct prw_msg){.op = PRW_OP_HEAD, .seq = ++req_seq};
+	iov[0] = (struct iovec){&m, sizeof(m)};
+	iov[1] = (struct iovec){(void *)src, len};
+	mh = (struct msghdr){.msg_iov = iov, .msg_iovlen = 2};
+	err = transact(call, addr, &mh, sizeof(m) + len);
+	if (err)
+		rw_die(call, addr,
+		       "the process backend's helper refused the new pool's "
+		       "head: %s (not the creation the library's table "
+		       "records?)",
+		       strerror(-err));
+}
+
 /* The locks first (inline: the arguments stay in registers through their
  * waits), then the arguments checked against the table and put straight
  * into the request: no segment on the stack from the check to the request
@@ -897,9 +929,17 @@ static void process_write_one(const struct rw_region *r, const char *call,
 		rw_reglock_read_unlock(&write_lock);
 		rw_seg_moved(call, dst);
 	}
-	req_init(&q, dst, false);
-	req_add(call, &q, (uintptr_t)dst, src, len, fill);
-	req_flush(call, dst, &q);
+	/* The start of a pool whose bookkeeping is open: only a new pool's
+	 * head goes there (rw_region_create()), and it goes as a HEAD. Loads
+	 * of the table's record, no call, no system call. */
+	if ((uintptr_t)dst == r->start && src && r->user_start == r->start &&
+	    __atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) == RW_REGION_POOL)
+		head_put(call, dst, src, len);
+	else {
+		req_init(&q, dst, false);
+		req_add(call, &q, (uintptr_t)dst, src, len, fill);
+		req_flush(call, dst, &q);
+	}
 	rw_reglock_write_unlock(&req_lock);
 	rw_reglock_read_unlock(&write_lock);
 }

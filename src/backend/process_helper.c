@@ -202,6 +202,41 @@ static int handle_wipe(void)
 }
 
 /*
+ * PRW_OP_HEAD (process_ring.h): the @n - sizeof(struct prw_msg) bytes after
+ * the message's head go to the start of the pool being created, as the
+ * core's table says (shared as for a WIPE): never further than the
+ * request's metadata length, into the region registered under that
+ * record's id, start and length. 0, or -ENOENT / -EINVAL with nothing
+ * written. A store into the request can only change the bytes (the core
+ * reads the head back and aborts) or the op (refused, or a WIPE with no
+ * destroy in progress: refused; the client dies of either).
+ */
+static int handle_head(size_t n)
+{
+	size_t meta = 0, d = n - sizeof(struct prw_msg);
+	const struct rw_region *t = rw_region_opening(&meta);
+	uint64_t id, start, len;
+
+	if (!t || !rw_backend_is(__atomic_load_n(&t->backend, __ATOMIC_ACQUIRE),
+				 RW_BACKEND_PROCESS))
+		return -ENOENT;
+	id = __atomic_load_n(&t->priv, __ATOMIC_ACQUIRE);
+	start = __atomic_load_n(&t->start, __ATOMIC_ACQUIRE);
+	len = __atomic_load_n(&t->len, __ATOMIC_ACQUIRE);
+	if (!d || d > meta || d > len)
+		return -EINVAL;
+	for (unsigned i = 0; i < h_nr_regions; i++) {
+		struct helper_region *r = &h_regions[i];
+
+		if (r->id == id && r->start == start && r->len == len) {
+			rw_store(r->map, h_buf + sizeof(struct prw_msg), d);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/*
  * The memfd @fd is fit to map @len bytes of: a region's memfd as the
  * program hands it over, sealed against resizing and nothing else (every
  * other memfd of the library, its tables' vaults, the answer page, a
@@ -351,6 +386,8 @@ static int serve_one(size_t n, const struct msghdr *mh, pid_t sender, int fd)
 		return n == sizeof(*m) && fd < 0 ? ctl_del(m) : -EINVAL;
 	case PRW_OP_WIPE:
 		return n == sizeof(*m) && fd < 0 ? handle_wipe() : -EINVAL;
+	case PRW_OP_HEAD:
+		return n > sizeof(*m) && fd < 0 ? handle_head(n) : -EINVAL;
 	}
 	return -EINVAL;
 }

@@ -51,6 +51,7 @@ enum prw_op {
 	PRW_OP_ADD,	  /* + memfd: register a region */
 	PRW_OP_DEL,	  /* forget a region */
 	PRW_OP_WIPE,	  /* zero the sealed pool being destroyed (below) */
+	PRW_OP_HEAD,	  /* + data: the head of the pool being created */
 };
 
 /*
@@ -63,6 +64,12 @@ enum prw_op {
  * whose rare_pool_destroy() is in progress (rw_region_dying()), a sealed
  * pool of the process backend, and in its own table the region registered
  * at that record's start, length and id. Anything else is refused.
+ *
+ * PRW_OP_HEAD names no destination either, for the same reason (27n: the
+ * new pool's head rewritten over the section): its data go to the start of
+ * the pool whose rare_pool_create() the table records as published with
+ * its bookkeeping still open (rw_region_opening()), no more than the
+ * request's metadata length. The core reads the head back after.
  */
 
 /* prw_seg.flags */
