@@ -168,13 +168,15 @@ static int handle_write(size_t n)
  * sees every pwrite(2) of the library and no store of the program's (the
  * program's mapping is read-only, and its own .bss copy of the table, had
  * the clone come before the first seal, would hold no protected region:
- * every wipe refused, never a wrong one). A store into the request can
- * only turn another op into this one (a DEL: the same dying pool zeroed
- * again; a write is longer than a WIPE, refused), or this one into
- * another, whose answer names no zeroed memfd: the client dies. 0, or -ENOENT
- * (no destroy of a sealed pool of ours in progress) with nothing written.
- * The answer names the zeroed memfd, which the client compares with the
- * record's descriptor.
+ * every wipe refused, never a wrong one). A store into the request's
+ * words can only turn another op into this one (a DEL: the same dying
+ * pool zeroed again; a write is longer than a WIPE, refused), or this one
+ * into another, whose answer names no zeroed memfd: the client dies. (A
+ * store into its iovec, pointing it at a request of the attacker's, is
+ * every request's exposure before sendmsg(2): 15a, open on process.) 0,
+ * or -ENOENT (no destroy of a sealed pool of ours in progress) with
+ * nothing written. The answer names the zeroed memfd, which the client
+ * compares with the record's descriptor.
  */
 static int handle_wipe(void)
 {
@@ -207,9 +209,11 @@ static int handle_wipe(void)
  * core's table says (shared as for a WIPE): never further than the
  * request's metadata length, into the region registered under that
  * record's id, start and length. 0, or -ENOENT / -EINVAL with nothing
- * written. A store into the request can only change the bytes (the core
- * reads the head back and aborts) or the op (refused, or a WIPE with no
- * destroy in progress: refused; the client dies of either).
+ * written. A store into the request's words changes the bytes (the core
+ * reads the head back and aborts) or the op (every other op is refused at
+ * a HEAD's length; the client dies). A store into the iovec, pointing it
+ * at a request of the attacker's, is the exposure every request has in
+ * the few instructions before sendmsg(2) (15a, open on process).
  */
 static int handle_head(size_t n)
 {
