@@ -189,6 +189,21 @@ rw_die(const char *call, const void *addr, const char *fmt, ...);
 RW_HIDDEN struct rw_region *rw_region_next(struct rw_region *prev);
 #define rw_for_each_region(r)                                                  \
 	for ((r) = rw_region_next(NULL); (r); (r) = rw_region_next(r))
+/*
+ * The record of the pool whose rare_pool_destroy() is in progress, as the
+ * table says: the request a destroy's (length 0), its slot marked free for
+ * lookups and still holding the protected range; else NULL. Loads only: the
+ * process backend's helper, which shares the table's mapping, calls it.
+ */
+RW_HIDDEN const struct rw_region *rw_region_dying(void);
+/*
+ * The record of the pool whose rare_pool_create() is in progress and whose
+ * head is not written yet, as the table says: the request a creation's,
+ * its slot published as a pool with the bookkeeping still open (user_start
+ * at the start); the head's bound, the request's metadata length, in
+ * *@meta_len. Else NULL. Loads only, as rw_region_dying().
+ */
+RW_HIDDEN const struct rw_region *rw_region_opening(size_t *meta_len);
 
 /*
  * Words of backend @id kept in the core's table, where no store reaches

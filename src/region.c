@@ -81,6 +81,63 @@ struct rw_region *rw_region_next(struct rw_region *prev)
 	return NULL;
 }
 
+/*
+ * rw_region_destroy() (core.c) puts a destroy's request into the table
+ * (level, length and metadata length 0: a creation's length is never 0)
+ * and the slot it frees, then marks the slot free; its record keeps the
+ * range, the backend and the backend's word until the backend's destroy()
+ * has returned, when the record is cleared. Every one of those is a vault
+ * store, so the answer is the library's, never a store's. Loaded once each:
+ * the caller may be another process reading the same memfd (the process
+ * backend's helper) while the program writes it.
+ */
+const struct rw_region *rw_region_dying(void)
+{
+	uint64_t slot =
+		__atomic_load_n(&rw_table.pool_request.slot, __ATOMIC_ACQUIRE);
+	const struct rw_region *r;
+
+	if (__atomic_load_n(&rw_table.pool_request.len, __ATOMIC_ACQUIRE) ||
+	    slot >= RW_MAX_REGIONS)
+		return NULL;
+	r = &rw_table.regions[slot];
+	if (__atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) != RW_REGION_FREE ||
+	    !__atomic_load_n(&r->protected_, __ATOMIC_ACQUIRE) ||
+	    !__atomic_load_n(&r->start, __ATOMIC_ACQUIRE))
+		return NULL;
+	return r;
+}
+
+/*
+ * rw_region_create() (core.c) puts a creation's request (its length never
+ * 0) and slot into the table, fills the slot, publishes it as a pool with
+ * user_start at its start, writes the head, and only then raises
+ * user_start past the bookkeeping: between the publication and the raise
+ * the head is the one write the pool's start may take.
+ */
+const struct rw_region *rw_region_opening(size_t *meta_len)
+{
+	uint64_t slot =
+		__atomic_load_n(&rw_table.pool_request.slot, __ATOMIC_ACQUIRE);
+	uint64_t len =
+		__atomic_load_n(&rw_table.pool_request.len, __ATOMIC_ACQUIRE);
+	const struct rw_region *r;
+	uintptr_t start;
+
+	if (!len || slot >= RW_MAX_REGIONS)
+		return NULL;
+	r = &rw_table.regions[slot];
+	start = __atomic_load_n(&r->start, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) != RW_REGION_POOL ||
+	    !__atomic_load_n(&r->protected_, __ATOMIC_ACQUIRE) || !start ||
+	    __atomic_load_n(&r->user_start, __ATOMIC_ACQUIRE) != start ||
+	    __atomic_load_n(&r->len, __ATOMIC_ACQUIRE) != len)
+		return NULL;
+	*meta_len = (size_t)__atomic_load_n(&rw_table.pool_request.meta_len,
+					    __ATOMIC_ACQUIRE);
+	return r;
+}
+
 struct rw_region *rw_region_lookup(const void *addr)
 {
 	uintptr_t a = (uintptr_t)addr;

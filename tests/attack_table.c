@@ -113,8 +113,8 @@ const struct attack_expect attack_table[] = {
 	{"27k", {B, B, B, B, B}},
 	{"27l", {B, B, O, B, B}},
 	{"27m", {B, B, B, B, B}},
-	{"27n", {B, B, O, B, O}},
+	{"27n", {B, B, O, B, B}},
 	{"27o", {B, B, B, B, B}},
-	{"27p", {B, B, B, B, O}},
+	{"27p", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

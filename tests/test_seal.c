@@ -124,6 +124,57 @@ TEST(seal_pool_destroy_zeroes_and_forgets, EXPECT_PASS)
 		CHECK(*(volatile long *)obj == 0);
 }
 
+struct destroy_case {
+	struct rare_pool *pool;
+	long *obj;
+};
+
+/* The child destroys its copy of a sealed pool: its view zeroed by its own
+ * helper (process: the range from the child's copy of the table, which
+ * that helper shares), the parent's untouched; and creates one. */
+static void child_destroys(void *arg)
+{
+	struct destroy_case *c = arg;
+
+	struct rare_pool *p;
+	long *o;
+
+	CHECK(*c->obj == 5);
+	rare_pool_destroy(c->pool);
+	CHECK(*(volatile long *)c->obj == 0);
+	/* A new pool of the child's: its head written by the child's helper
+	 * (process: where the child's table says). */
+	p = rare_pool_create_with(
+		4096, &(struct rare_pool_opts){.flags = RARE_POOL_SEAL});
+	CHECK(p);
+	o = rare_alloc(p, sizeof(long));
+	CHECK(o);
+	rare_write(*o, 7L);
+	CHECK(*o == 7);
+	_exit(0);
+}
+
+TEST(seal_pool_destroy_zeroes_in_fork_child, EXPECT_PASS)
+{
+	struct destroy_case c;
+
+	init();
+	if (!seals_here())
+		SKIP("backend does not seal memfd views, or no mseal(2)");
+	c.pool = rare_pool_create_with(
+		1 << 16, &(struct rare_pool_opts){.flags = RARE_POOL_SEAL});
+	CHECK(c.pool);
+	c.obj = rare_alloc(c.pool, sizeof(long));
+	CHECK(c.obj);
+	rare_write(*c.obj, 5L);
+	CHECK(run_in_child(child_destroys, &c) == CHILD_OK);
+	CHECK(*c.obj == 5);
+	rare_write(*c.obj, 6L); /* the parent's pool still live */
+	CHECK(*c.obj == 6);
+	rare_pool_destroy(c.pool);
+	CHECK(*(volatile long *)c.obj == 0);
+}
+
 static void write_destroyed(void *arg)
 {
 	rare_write(*(long *)arg, 1L);

@@ -373,10 +373,12 @@ static void peer_check(const char *call, const void *addr)
  * library (25a). For an ADD the helper tells which memfd it mapped: it
  * must be @fd's, else the call dies (the helper refuses memfds of the
  * wrong seals and any it mapped before: a swap for another region's).
+ * A WIPE passes none, and the helper tells which memfd it zeroed: it must
+ * be @named's, the region's (@named is @fd for an ADD, -1 for the rest).
  */
 static inline __attribute__((always_inline)) int
 ctl(const char *call, const void *addr, uint32_t op, uint64_t id,
-    uint64_t start, uint64_t len, int fd)
+    uint64_t start, uint64_t len, int fd, int named)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -410,19 +412,19 @@ ctl(const char *call, const void *addr, uint32_t op, uint64_t id,
 		memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	}
 	err = transact(call, addr, &mh, sizeof(struct prw_msg));
-	if (!err && fd >= 0) {
+	if (!err && named >= 0) {
 		const struct prw_answer *a = answer_page(call, addr);
 		struct stat st;
 
-		if (fstat(fd, &st) ||
+		if (fstat(named, &st) ||
 		    __atomic_load_n(&a->dev, __ATOMIC_RELAXED) !=
 			    (uint64_t)st.st_dev ||
 		    __atomic_load_n(&a->ino, __ATOMIC_RELAXED) !=
 			    (uint64_t)st.st_ino)
 			rw_die(call, addr,
-			       "the process backend's helper mapped another "
+			       "the process backend's helper %s another "
 			       "memfd than the region's (descriptor %d)",
-			       fd);
+			       op == PRW_OP_WIPE ? "zeroed" : "mapped", named);
 	}
 	rw_reglock_write_unlock(&req_lock);
 	return err;
@@ -432,7 +434,7 @@ ctl(const char *call, const void *addr, uint32_t op, uint64_t id,
  * the program is about to reuse. */
 static void ctl_del(const char *call, const void *addr, uint64_t id)
 {
-	int err = ctl(call, addr, PRW_OP_DEL, id, 0, 0, -1);
+	int err = ctl(call, addr, PRW_OP_DEL, id, 0, 0, -1, -1);
 
 	if (err)
 		rw_die(call, addr,
@@ -657,7 +659,7 @@ static int region_register(const char *call, struct rw_region *r, int fd)
 {
 	uint64_t id = next_id++;
 	int err = ctl(call, (void *)r->start, PRW_OP_ADD, id, r->start, r->len,
-		      fd);
+		      fd, fd);
 
 	if (err)
 		goto out;
@@ -876,6 +878,38 @@ static void process_write_call(const char *call, const struct rw_seg *segs,
 	rw_reglock_read_unlock(&write_lock);
 }
 
+/*
+ * A new pool's head, @len bytes at @src, as one HEAD request (req_lock
+ * held): it names no destination, the helper writes it at the start of
+ * the pool the core's table records as being created, bookkeeping still
+ * open (process_ring.h). Sent as a write, its destination waited in the
+ * request in memory for sendmsg(2), where a store aimed the head at the
+ * section (27n). The core reads the head back after.
+ */
+static inline __attribute__((always_inline)) void
+head_put(const char *call, const void *addr, const void *src, size_t len)
+{
+	struct prw_msg m;
+	struct iovec iov[2];
+	struct msghdr mh;
+	int err;
+
+	if (len > data_max())
+		rw_die(call, addr,
+		       "a %zu-byte pool head does not fit one request", len);
+	m = (struct prw_msg){.op = PRW_OP_HEAD, .seq = ++req_seq};
+	iov[0] = (struct iovec){&m, sizeof(m)};
+	iov[1] = (struct iovec){(void *)src, len};
+	mh = (struct msghdr){.msg_iov = iov, .msg_iovlen = 2};
+	err = transact(call, addr, &mh, sizeof(m) + len);
+	if (err)
+		rw_die(call, addr,
+		       "the process backend's helper refused the new pool's "
+		       "head: %s (not the creation the library's table "
+		       "records?)",
+		       strerror(-err));
+}
+
 /* The locks first (inline: the arguments stay in registers through their
  * waits), then the arguments checked against the table and put straight
  * into the request: no segment on the stack from the check to the request
@@ -895,36 +929,48 @@ static void process_write_one(const struct rw_region *r, const char *call,
 		rw_reglock_read_unlock(&write_lock);
 		rw_seg_moved(call, dst);
 	}
-	req_init(&q, dst, false);
-	req_add(call, &q, (uintptr_t)dst, src, len, fill);
-	req_flush(call, dst, &q);
+	/* The start of a pool whose bookkeeping is open: only a new pool's
+	 * head goes there (rw_region_create()), and it goes as a HEAD. Loads
+	 * of the table's record, no call, no system call. */
+	if ((uintptr_t)dst == r->start && src && r->user_start == r->start &&
+	    __atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) == RW_REGION_POOL)
+		head_put(call, dst, src, len);
+	else {
+		req_init(&q, dst, false);
+		req_add(call, &q, (uintptr_t)dst, src, len, fill);
+		req_flush(call, dst, &q);
+	}
 	rw_reglock_write_unlock(&req_lock);
 	rw_reglock_read_unlock(&write_lock);
 }
 
 /*
- * Zeroes over a sealed pool's whole view, which stays mapped until exit.
- * The range is read from @r's record once the locks are held (inline, @r
- * in a register through their waits): a segment built before them waited
- * on the stack, where a store aimed the zeroes at another live pool (27p).
+ * Zeroes over a sealed pool's whole view, which stays mapped until exit:
+ * one WIPE, which names no range (process_ring.h). A range sent to the
+ * helper sits in the request in memory until sendmsg(2) copies it, and a
+ * store there aimed the zeroes at another live pool, which the helper
+ * serves as well (27p: built after the locks from the table's record, it
+ * still landed at the first trial). So the helper takes the range from
+ * the core's table, whose memfd it shares: the record the core marked
+ * free for the destroy in progress, the region it registered for that
+ * record, nothing else. The answer names the memfd it zeroed: @r's (from
+ * the table, in a register), or the call dies. Writers held off, as for a
+ * write: a fork copies the memfds meanwhile.
  */
 static void zero_sealed(const struct rw_region *r)
 {
-	struct req q;
+	int err;
 
 	rw_reglock_read(&write_lock);
-	rw_reglock_write(&req_lock);
-	/* The core has marked the record free for lookups already. */
-	if (!rw_backend_is(r->backend, RW_BACKEND_PROCESS) || !r->protected_) {
-		rw_reglock_write_unlock(&req_lock);
-		rw_reglock_read_unlock(&write_lock);
-		rw_seg_moved("rare_pool_destroy", (void *)r->start);
-	}
-	req_init(&q, (void *)r->start, false);
-	req_add("rare_pool_destroy", &q, r->start, NULL, r->len, 0);
-	req_flush("rare_pool_destroy", (void *)r->start, &q);
-	rw_reglock_write_unlock(&req_lock);
+	err = ctl("rare_pool_destroy", (void *)r->start, PRW_OP_WIPE, 0, 0, 0,
+		  -1, r->fd);
 	rw_reglock_read_unlock(&write_lock);
+	if (err)
+		rw_die("rare_pool_destroy", (void *)r->start,
+		       "the process backend's helper refused to zero the "
+		       "sealed pool being destroyed: %s (not the destroy the "
+		       "library's table records?)",
+		       strerror(-err));
 }
 
 static void process_write(const struct rw_seg *segs, unsigned n)

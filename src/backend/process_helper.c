@@ -100,7 +100,8 @@ static pid_t h_program;
 /* The answer page: writable here only (process_ring.h). */
 static struct prw_answer *h_answer;
 static uint32_t h_answered; /* the program's requests answered */
-/* What the last ADD mapped, told in its answer (0: nothing). */
+/* What the last ADD mapped or WIPE zeroed, told in its answer (0:
+ * nothing). */
 static uint64_t h_added_dev, h_added_ino;
 
 static struct helper_region *region_by_addr(uintptr_t dst, uint64_t len)
@@ -158,6 +159,85 @@ static int handle_write(size_t n)
 		}
 	}
 	return 0;
+}
+
+/*
+ * PRW_OP_WIPE (process_ring.h): zero the sealed pool whose destroy is in
+ * progress, as the core's table says; the message names nothing. The
+ * helper's mapping of the table is the program's vault memfd, shared: it
+ * sees every pwrite(2) of the library and no store of the program's (the
+ * program's mapping is read-only, and its own .bss copy of the table, had
+ * the clone come before the first seal, would hold no protected region:
+ * every wipe refused, never a wrong one). A store into the request's
+ * words can only turn another op into this one (a DEL: the same dying
+ * pool zeroed again; a write is longer than a WIPE, refused), or this one
+ * into another, whose answer names no zeroed memfd: the client dies. (A
+ * store into its iovec, pointing it at a request of the attacker's, is
+ * every request's exposure before sendmsg(2): 15a, open on process.) 0,
+ * or -ENOENT (no destroy of a sealed pool of ours in progress) with
+ * nothing written. The answer names the zeroed memfd, which the client
+ * compares with the record's descriptor.
+ */
+static int handle_wipe(void)
+{
+	const struct rw_region *t = rw_region_dying();
+	uint64_t id, start, len;
+
+	if (!t || !__atomic_load_n(&t->seal, __ATOMIC_ACQUIRE) ||
+	    !rw_backend_is(__atomic_load_n(&t->backend, __ATOMIC_ACQUIRE),
+			   RW_BACKEND_PROCESS))
+		return -ENOENT;
+	id = __atomic_load_n(&t->priv, __ATOMIC_ACQUIRE);
+	start = __atomic_load_n(&t->start, __ATOMIC_ACQUIRE);
+	len = __atomic_load_n(&t->len, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < h_nr_regions; i++) {
+		struct helper_region *r = &h_regions[i];
+
+		if (r->id == id && r->start == start && r->len == len) {
+			rw_fill(r->map, 0, r->len);
+			h_added_dev = r->dev;
+			h_added_ino = r->ino;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/*
+ * PRW_OP_HEAD (process_ring.h): the @n - sizeof(struct prw_msg) bytes after
+ * the message's head go to the start of the pool being created, as the
+ * core's table says (shared as for a WIPE): never further than the
+ * request's metadata length, into the region registered under that
+ * record's id, start and length. 0, or -ENOENT / -EINVAL with nothing
+ * written. A store into the request's words changes the bytes (the core
+ * reads the head back and aborts) or the op (every other op is refused at
+ * a HEAD's length; the client dies). A store into the iovec, pointing it
+ * at a request of the attacker's, is the exposure every request has in
+ * the few instructions before sendmsg(2) (15a, open on process).
+ */
+static int handle_head(size_t n)
+{
+	size_t meta = 0, d = n - sizeof(struct prw_msg);
+	const struct rw_region *t = rw_region_opening(&meta);
+	uint64_t id, start, len;
+
+	if (!t || !rw_backend_is(__atomic_load_n(&t->backend, __ATOMIC_ACQUIRE),
+				 RW_BACKEND_PROCESS))
+		return -ENOENT;
+	id = __atomic_load_n(&t->priv, __ATOMIC_ACQUIRE);
+	start = __atomic_load_n(&t->start, __ATOMIC_ACQUIRE);
+	len = __atomic_load_n(&t->len, __ATOMIC_ACQUIRE);
+	if (!d || d > meta || d > len)
+		return -EINVAL;
+	for (unsigned i = 0; i < h_nr_regions; i++) {
+		struct helper_region *r = &h_regions[i];
+
+		if (r->id == id && r->start == start && r->len == len) {
+			rw_store(r->map, h_buf + sizeof(struct prw_msg), d);
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 /*
@@ -308,6 +388,10 @@ static int serve_one(size_t n, const struct msghdr *mh, pid_t sender, int fd)
 		return n == sizeof(*m) ? ctl_add(m, fd) : -EINVAL;
 	case PRW_OP_DEL:
 		return n == sizeof(*m) && fd < 0 ? ctl_del(m) : -EINVAL;
+	case PRW_OP_WIPE:
+		return n == sizeof(*m) && fd < 0 ? handle_wipe() : -EINVAL;
+	case PRW_OP_HEAD:
+		return n > sizeof(*m) && fd < 0 ? handle_head(n) : -EINVAL;
 	}
 	return -EINVAL;
 }

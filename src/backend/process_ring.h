@@ -50,7 +50,27 @@ enum prw_op {
 	PRW_OP_WRITE = 1, /* + segments and data */
 	PRW_OP_ADD,	  /* + memfd: register a region */
 	PRW_OP_DEL,	  /* forget a region */
+	PRW_OP_WIPE,	  /* zero the sealed pool being destroyed (below) */
+	PRW_OP_HEAD,	  /* + data: the head of the pool being created */
 };
+
+/*
+ * PRW_OP_WIPE names no range: a range in the message sits in the program's
+ * memory until sendmsg(2) copies it, where a store can aim it at any other
+ * region the helper serves (attack 27p). The helper takes the range from
+ * the core's table instead, whose memfd mapping it shares (cloned from the
+ * program after the table's first seal, never dropped: not anonymous), and
+ * which only the library writes, with pwrite(2): the record of the pool
+ * whose rare_pool_destroy() is in progress (rw_region_dying()), a sealed
+ * pool of the process backend, and in its own table the region registered
+ * at that record's start, length and id. Anything else is refused.
+ *
+ * PRW_OP_HEAD names no destination either, for the same reason (27n: the
+ * new pool's head rewritten over the section): its data go to the start of
+ * the pool whose rare_pool_create() the table records as published with
+ * its bookkeeping still open (rw_region_opening()), no more than the
+ * request's metadata length. The core reads the head back after.
+ */
 
 /* prw_seg.flags */
 #define PRW_SEG_FILL 0x1u /* no data: store seg.fill len times */
@@ -85,7 +105,8 @@ struct prw_answer {
 	uint32_t cpu;	/* hint: the helper's CPU */
 	int32_t pid;	/* the helper's, set once (for tests and tools) */
 	/* An ADD's: the device and inode of the memfd the helper mapped, for
-	 * the program to compare with the one it meant to send (0 else). */
+	 * the program to compare with the one it meant to send; a WIPE's: of
+	 * the one it zeroed (0 else). */
 	uint64_t dev;
 	uint64_t ino;
 };
