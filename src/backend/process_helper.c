@@ -116,6 +116,23 @@ static struct helper_region *region_by_addr(uintptr_t dst, uint64_t len)
 	return NULL;
 }
 
+/* The region registered under the core table's record @t (its id, start and
+ * length, each loaded once: the program may be writing the table), or NULL. */
+static struct helper_region *region_of_record(const struct rw_region *t)
+{
+	uint64_t id = __atomic_load_n(&t->priv, __ATOMIC_ACQUIRE);
+	uint64_t start = __atomic_load_n(&t->start, __ATOMIC_ACQUIRE);
+	uint64_t len = __atomic_load_n(&t->len, __ATOMIC_ACQUIRE);
+
+	for (unsigned i = 0; i < h_nr_regions; i++) {
+		struct helper_region *r = &h_regions[i];
+
+		if (r->id == id && r->start == start && r->len == len)
+			return r;
+	}
+	return NULL;
+}
+
 /* Validate and apply the write in the message of @n bytes at h_buf: 0, or
  * -EINVAL with nothing written. */
 static int handle_write(size_t n)
@@ -181,26 +198,19 @@ static int handle_write(size_t n)
 static int handle_wipe(void)
 {
 	const struct rw_region *t = rw_region_dying();
-	uint64_t id, start, len;
+	struct helper_region *r;
 
 	if (!t || !__atomic_load_n(&t->seal, __ATOMIC_ACQUIRE) ||
 	    !rw_backend_is(__atomic_load_n(&t->backend, __ATOMIC_ACQUIRE),
 			   RW_BACKEND_PROCESS))
 		return -ENOENT;
-	id = __atomic_load_n(&t->priv, __ATOMIC_ACQUIRE);
-	start = __atomic_load_n(&t->start, __ATOMIC_ACQUIRE);
-	len = __atomic_load_n(&t->len, __ATOMIC_ACQUIRE);
-	for (unsigned i = 0; i < h_nr_regions; i++) {
-		struct helper_region *r = &h_regions[i];
-
-		if (r->id == id && r->start == start && r->len == len) {
-			rw_fill(r->map, 0, r->len);
-			h_added_dev = r->dev;
-			h_added_ino = r->ino;
-			return 0;
-		}
-	}
-	return -ENOENT;
+	r = region_of_record(t);
+	if (!r)
+		return -ENOENT;
+	rw_fill(r->map, 0, r->len);
+	h_added_dev = r->dev;
+	h_added_ino = r->ino;
+	return 0;
 }
 
 /*
@@ -219,25 +229,18 @@ static int handle_head(size_t n)
 {
 	size_t meta = 0, d = n - sizeof(struct prw_msg);
 	const struct rw_region *t = rw_region_opening(&meta);
-	uint64_t id, start, len;
+	struct helper_region *r;
 
 	if (!t || !rw_backend_is(__atomic_load_n(&t->backend, __ATOMIC_ACQUIRE),
 				 RW_BACKEND_PROCESS))
 		return -ENOENT;
-	id = __atomic_load_n(&t->priv, __ATOMIC_ACQUIRE);
-	start = __atomic_load_n(&t->start, __ATOMIC_ACQUIRE);
-	len = __atomic_load_n(&t->len, __ATOMIC_ACQUIRE);
-	if (!d || d > meta || d > len)
+	r = region_of_record(t);
+	if (!r)
+		return -ENOENT;
+	if (!d || d > meta || d > r->len)
 		return -EINVAL;
-	for (unsigned i = 0; i < h_nr_regions; i++) {
-		struct helper_region *r = &h_regions[i];
-
-		if (r->id == id && r->start == start && r->len == len) {
-			rw_store(r->map, h_buf + sizeof(struct prw_msg), d);
-			return 0;
-		}
-	}
-	return -ENOENT;
+	rw_store(r->map, h_buf + sizeof(struct prw_msg), d);
+	return 0;
 }
 
 /*
