@@ -58,6 +58,8 @@ copy_source() {
 	[ -x "$1/debian/rules" ]
 }
 failed() {
+	# The failed cases first: the log's tail may not reach them.
+	grep -E '^FAIL ' "$1" || :
 	tail -n 40 "$1"
 	echo "check-deb: $2 (log: $1)"
 	exit 1

@@ -122,6 +122,11 @@ int main(int argc, char **argv)
 {
 	const char *backends[16];
 	unsigned nr_backends = 0, passed = 0, failed = 0, skipped = 0;
+	/* The failures again just above the summary: a log cut to its last
+	 * lines (CI's, a package build's) still names them. */
+	char *recap = NULL;
+	size_t recap_len = 0;
+	FILE *failures = open_memstream(&recap, &recap_len);
 	const char *only = getenv("RAREWRITE_TEST_BACKENDS");
 	char *list = only ? strdup(only) : NULL;
 
@@ -169,10 +174,17 @@ int main(int argc, char **argv)
 				       (*t)->name,
 				       describe(status, buf, sizeof(buf)),
 				       (*t)->file);
+				if (failures)
+					fprintf(failures, "FAIL %-9s %s (%s)\n",
+						backends[b], (*t)->name, buf);
 			}
 		}
 	}
 	/* A run that executed nothing proves nothing: it fails. */
+	if (failures && !fclose(failures) && failed)
+		printf("--- the %u failure%s again:\n%s", failed,
+		       failed == 1 ? "" : "s", recap);
+	free(recap);
 	if (!passed && !failed) {
 		printf("FAIL no test ran (%u skipped)\n", skipped);
 		failed++;
