@@ -1205,17 +1205,25 @@ static void *realloc_victim(void *arg)
 	return NULL;
 }
 
-/* {region, new object, old object, 16}: the copy goes to the table. */
+/*
+ * {region, new object, old object, 16}: the copy goes to the table. A
+ * first word below a page is an offset into a writable alias, not an
+ * address (shadow's record {..., offset in the alias, source, length},
+ * which its copy read from the stack until cbd4707): the table's offset
+ * in its page, where the alias maps the table's page too.
+ */
 __attribute__((no_sanitize_address)) static void *realloc_attacker(void *arg)
 {
 	const uint64_t table = (uint64_t)(uintptr_t)ifr.table;
+	const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	const uint64_t in_page = table & (page - 1);
 
 	(void)arg;
 	while (!ifl.done)
 		for (volatile uint64_t *p = ifl.lo; p + 2 < ifl.hi; p++)
 			if (p[1] == ifr.moving && p[2] == 16 && p[0] &&
-			    p[0] != table && p[0] != p[1]) {
-				p[0] = table;
+			    p[0] != table && p[0] != p[1] && p[0] != in_page) {
+				p[0] = p[0] < page ? in_page : table;
 				ifl.stores++;
 			}
 	return NULL;

@@ -111,9 +111,9 @@ const struct attack_expect attack_table[] = {
 	{"27i", {B, B, B, B, B}},
 	{"27j", {B, B, B, B, B}},
 	{"27k", {B, B, B, B, B}},
-	{"27l", {B, B, O, B, B}},
+	{"27l", {B, B, B, B, B}},
 	{"27m", {B, B, B, B, B}},
-	{"27n", {B, B, O, B, B}},
+	{"27n", {B, B, B, B, B}},
 	{"27o", {B, B, B, B, B}},
 	{"27p", {B, B, B, B, B}},
 };

@@ -113,96 +113,74 @@ static long alias_store(long fd, uintptr_t off, uintptr_t at, uint64_t v,
 #if RW_RAWSYS_INLINE
 /*
  * The copy or fill of any other size: map a writable alias of the pages
- * @maplen bytes long at @off of @fd, copy @len bytes from @src (NULL: fill
- * with byte @fill) to @at_off in it, unmap it. One asm block: the alias's
- * base and length never leave registers from mmap(2) to munmap(2), where a
- * C version reloaded them from its frame after the copy (a base rewritten
- * there left the writable alias mapped for good). The arguments come in a
- * record the block reads before mmap(2), the last blocking point before
- * they are used. 0, or munmap's or mmap's -errno.
+ * [@off, @off + @maplen) of @fd, copy @len bytes from @src (NULL: store
+ * the low byte of @fill @len times) to @at_off in it, unmap it. One asm
+ * block whose arguments all come in registers: @fd, @off and @maplen in
+ * those mmap(2) takes them in, the others in registers neither the block
+ * nor the kernel changes, so none is read from memory between the
+ * caller's check and the store (a record of them on the stack was
+ * rewritten there: 27l, 27n); the alias's base and length stay in
+ * registers from mmap(2) to munmap(2) (27c). 0, or munmap's or mmap's
+ * -errno.
  */
-struct alias_job {
-	long fd;
-	uintptr_t off;	  /* page offset in the memfd */
-	size_t maplen;	  /* whole pages */
-	uintptr_t at_off; /* the destination in the alias */
-	const void *src;
-	size_t len;
-	long fill;
-};
-_Static_assert(sizeof(struct alias_job) == 56 && SYS_mmap == 9 &&
-		       SYS_munmap == 11 && PROT_READ + PROT_WRITE == 3 &&
-		       MAP_SHARED == 1,
-	       "the offsets and constants the assembly below uses");
-
 static inline __attribute__((always_inline)) long
-alias_bulk(const struct alias_job *job)
+alias_bulk(long fd, uintptr_t off, size_t maplen, uintptr_t at_off,
+	   const void *src, size_t len, uint64_t fill)
 {
-	long ret = (long)job;
+	register long r8 __asm__("r8") = fd;
+	register uintptr_t r9 __asm__("r9") = off;
+	register size_t rsi __asm__("rsi") = maplen;
+	long err;
 
-	__asm__ volatile("mov 0(%%rax), %%r8\n\t"
-			 "mov 8(%%rax), %%r9\n\t"
-			 "mov 16(%%rax), %%r12\n\t"
-			 "mov 24(%%rax), %%r13\n\t"
-			 "mov 32(%%rax), %%r14\n\t"
-			 "mov 40(%%rax), %%r15\n\t"
-			 "mov 48(%%rax), %%rbx\n\t"
-			 "xor %%edi, %%edi\n\t"
-			 "mov %%r12, %%rsi\n\t"
-			 "mov $3, %%edx\n\t"
-			 "mov $1, %%r10d\n\t"
-			 "mov $9, %%eax\n\t"
+	__asm__ volatile("xor %%edi, %%edi\n\t"
+			 "mov %[prot], %%edx\n\t"
+			 "mov %[shared], %%r10d\n\t"
+			 "mov %[nr_mmap], %%eax\n\t"
 			 "syscall\n\t"
 			 "cmp $-4095, %%rax\n\t"
 			 "jae 9f\n\t"
-			 "mov %%rax, %%r8\n\t"
-			 "lea (%%rax,%%r13), %%rdi\n\t"
-			 "mov %%r15, %%rcx\n\t"
-			 "test %%r14, %%r14\n\t"
+			 "mov %%rax, %%r8\n\t" /* the alias */
+			 "mov %%rsi, %%r9\n\t" /* its length */
+			 "lea (%%rax,%[at]), %%rdi\n\t"
+			 "mov %[len], %%rcx\n\t"
+			 "test %[src], %[src]\n\t"
 			 "jz 1f\n\t"
-			 "mov %%r14, %%rsi\n\t"
+			 "mov %[src], %%rsi\n\t"
 			 "rep movsb\n\t"
 			 "jmp 2f\n"
-			 "1:\tmov %%ebx, %%eax\n\t"
+			 "1:\tmov %[fill], %%rax\n\t"
 			 "rep stosb\n"
 			 "2:\tmov %%r8, %%rdi\n\t"
-			 "mov %%r12, %%rsi\n\t"
-			 "mov $11, %%eax\n\t"
+			 "mov %%r9, %%rsi\n\t"
+			 "mov %[nr_munmap], %%eax\n\t"
 			 "syscall\n"
 			 "9:"
-			 : "+a"(ret)
-			 :
-			 : "rbx", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10",
-			   "r11", "r12", "r13", "r14", "r15", "memory", "cc");
-	return ret;
+			 : "=&a"(err), "+r"(r8), "+r"(r9), "+S"(rsi)
+			 : [at] "r"(at_off), [src] "r"(src), [len] "r"(len),
+			   [fill] "r"(fill), [prot] "i"(PROT_READ | PROT_WRITE),
+			   [shared] "i"(MAP_SHARED), [nr_mmap] "i"(SYS_mmap),
+			   [nr_munmap] "i"(SYS_munmap)
+			 : "rdi", "rdx", "r10", "rcx", "r11", "memory", "cc");
+	return err;
 }
 #else
-struct alias_job {
-	long fd;
-	uintptr_t off;
-	size_t maplen;
-	uintptr_t at_off;
-	const void *src;
-	size_t len;
-	long fill;
-};
-
 /* Elsewhere: the same in C; the alias's base and length may cross the
  * copy in memory (SECURITY.md), so at least munmap's failure aborts.
  * Every write comes here, aligned 1, 2, 4 and 8-byte ones too: they are
  * single stores (rw_store(); memcpy() and memset() may split them). */
-static long alias_bulk(const struct alias_job *job)
+static long alias_bulk(long fd, uintptr_t off, size_t maplen, uintptr_t at_off,
+		       const void *src, size_t len, uint64_t fill)
 {
-	char *base = mmap(NULL, job->maplen, PROT_READ | PROT_WRITE, MAP_SHARED,
-			  (int)job->fd, (off_t)job->off);
+	char *base = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED,
+			  (int)fd, (off_t)off);
 
 	if (base == MAP_FAILED)
 		return -errno;
-	if (job->src)
-		rw_store(base + job->at_off, job->src, job->len);
+	if (src)
+		rw_store(base + at_off, src, len);
 	else
-		rw_fill(base + job->at_off, (int)job->fill, job->len);
-	return munmap(base, job->maplen) ? -errno : 0;
+		rw_fill(base + at_off, (int)(unsigned char)fill, len);
+	return munmap(base, maplen) ? -errno : 0;
 }
 #endif
 
@@ -232,28 +210,19 @@ static void shadow_store(const char *call, const struct rw_region *r, void *dst,
 			 const void *src, size_t len, int fill)
 {
 	uintptr_t a = (uintptr_t)dst;
-	uintptr_t first = a & ~(rw_page_size - 1);
-	uintptr_t last = (a + len + rw_page_size - 1) & ~(rw_page_size - 1);
+	uintptr_t first = a & ~(RW_RAWSYS_PAGE - 1);
+	uintptr_t last = (a + len + RW_RAWSYS_PAGE - 1) & ~(RW_RAWSYS_PAGE - 1);
+	/* The byte in each of the low @len bytes (rep stosb: the low one). */
+	uint64_t v = 0x0101010101010101ULL * (unsigned char)fill;
 	long err;
 
 	if (RW_RAWSYS_INLINE && rw_is_unit(a, len)) {
-		uint64_t v = 0;
-
 		if (src)
-			memcpy(&v, src, len);
-		else /* the byte in each of the low @len bytes */
-			v = 0x0101010101010101ULL * (unsigned char)fill;
+			v = rw_load_unit(src, len);
 		err = alias_store(r->fd, first - r->start, a - first, v, len);
 	} else {
-		const struct alias_job job = {.fd = r->fd,
-					      .off = first - r->start,
-					      .maplen = last - first,
-					      .at_off = a - first,
-					      .src = src,
-					      .len = len,
-					      .fill = (unsigned char)fill};
-
-		err = alias_bulk(&job);
+		err = alias_bulk(r->fd, first - r->start, last - first,
+				 a - first, src, len, v);
 	}
 	if (err)
 		shadow_refused(call, dst, len, err);
@@ -281,7 +250,8 @@ static void shadow_write(const struct rw_seg *segs, unsigned n)
 	rw_memfd_write_unlock();
 }
 
-/* The lock first, then the segment from the arguments (internal.h). */
+/* Where the write cannot stay in registers (RW_RAWSYS_INLINE 0): the lock
+ * first, then the segment from the arguments (internal.h). */
 static __attribute__((noinline)) void shadow_write_built(const char *call,
 							 void *dst,
 							 const void *src,
@@ -301,38 +271,83 @@ static __attribute__((noinline)) void shadow_write_built(const char *call,
 }
 
 /*
- * An aligned 1, 2, 4 or 8-byte copy, the value loaded before the alias is
- * mapped: from the core's check to the store through the alias, region,
- * destination, value and alias stay in registers (rawsys.h: the lock,
- * the check, mmap(2) and munmap(2) inline), so no callee saves them where
- * another thread can rewrite them (15a). Other writes build a segment.
+ * Every write, from the core's check to the store through the alias with
+ * region, destination, length and value or source in registers (rawsys.h:
+ * the lock, the check, mmap(2) and munmap(2) inline), so no callee saves
+ * them where another thread can rewrite them (15a). @unit (a constant: two
+ * copies, so that no flag that picks the store waits in memory): an
+ * aligned 1, 2, 4 or 8-byte copy or fill in one store, its value loaded
+ * before the lock (alias_store()); else one rep movsb or stosb
+ * (alias_bulk()), and the unit copy has no source to keep. A write that
+ * called a function for the lock and built its segment and the alias's
+ * record on the stack went wherever a store there moved it: realloc's
+ * copy over another object of the pool (27l), a new pool's head over the
+ * section (27n).
  */
-static void shadow_write_one(const struct rw_region *r, const char *call,
-			     void *dst, const void *src, size_t len, int fill)
+static inline __attribute__((always_inline)) void
+write_inline(const struct rw_region *r, const char *call, uintptr_t a,
+	     const void *src, size_t len, int fill, bool unit)
 {
-	uintptr_t a = (uintptr_t)dst, first;
-	uint64_t v;
+	/* A fill's byte in every byte: alias_store() stores the low @len
+	 * bytes, rep stosb the low one. */
+	uint64_t v = 0x0101010101010101ULL * (unsigned char)fill;
+	uintptr_t first, last;
 	long err;
 
-	if (!RW_RAWSYS_INLINE || !src || !rw_is_unit(a, len)) {
-		shadow_write_built(call, dst, src, len, fill);
-		return;
-	}
-	v = rw_load_unit(src, len);
+	if (unit && src)
+		v = rw_load_unit(src, len);
 	rw_in_register(r);
 	rw_in_register(a);
 	rw_in_register(v);
 	rw_in_register(len);
+	if (!unit)
+		rw_in_register(src);
 	rw_reglock_read(&rw_memfd_lock);
 	if (!rw_region_holds(r, &rw_backend_shadow, a, len)) {
 		rw_reglock_read_unlock(&rw_memfd_lock);
-		shadow_refused(call, dst, len, 0);
+		shadow_refused(call, (void *)a, len, 0);
 	}
 	first = a & ~(RW_RAWSYS_PAGE - 1);
-	err = alias_store(r->fd, first - r->start, a - first, v, len);
+	last = (a + len + RW_RAWSYS_PAGE - 1) & ~(RW_RAWSYS_PAGE - 1);
+	if (unit)
+		err = alias_store(r->fd, first - r->start, a - first, v, len);
+	else
+		err = alias_bulk(r->fd, first - r->start, last - first,
+				 a - first, src, len, v);
 	rw_reglock_read_unlock(&rw_memfd_lock);
 	if (err)
-		shadow_refused(call, dst, len, err);
+		shadow_refused(call, (void *)a, len, err);
+}
+
+/* Its two copies, each a function of its own: in one, the compiler kept
+ * the unit copy's destination on the stack through the lock (a register
+ * went to the futex call's number). */
+static __attribute__((noinline)) void write_unit(const struct rw_region *r,
+						 const char *call, uintptr_t a,
+						 const void *src, size_t len,
+						 int fill)
+{
+	write_inline(r, call, a, src, len, fill, true);
+}
+
+static __attribute__((noinline)) void write_bulk(const struct rw_region *r,
+						 const char *call, uintptr_t a,
+						 const void *src, size_t len,
+						 int fill)
+{
+	write_inline(r, call, a, src, len, fill, false);
+}
+
+/* Tail calls: the arguments go on in the registers they came in. */
+static void shadow_write_one(const struct rw_region *r, const char *call,
+			     void *dst, const void *src, size_t len, int fill)
+{
+	if (!RW_RAWSYS_INLINE)
+		shadow_write_built(call, dst, src, len, fill);
+	else if (rw_is_unit((uintptr_t)dst, len))
+		write_unit(r, call, (uintptr_t)dst, src, len, fill);
+	else
+		write_bulk(r, call, (uintptr_t)dst, src, len, fill);
 }
 
 /* The alias itself is the view. The core holds fork() off until unmap
