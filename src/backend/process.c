@@ -299,11 +299,14 @@ write_refused(const char *call, const void *addr, size_t len, int err)
 static __attribute__((noreturn, noinline, cold)) void
 write_other(const char *call, const void *addr, size_t len)
 {
+	const struct prw_answer *a = PAGE();
+
 	rw_die(call, addr,
 	       "the process backend's helper applied another write than this "
-	       "call's %zu bytes here (its request was changed in memory "
-	       "before it was sent)",
-	       len);
+	       "call's (%zu bytes at %#llx of %u segments, %llu data bytes: "
+	       "the request was changed in memory before it was sent)",
+	       len ? len : (size_t)a->len, (unsigned long long)a->dst, a->nseg,
+	       (unsigned long long)a->total);
 }
 
 /* The wait's timeout, relative: no clock to read. In .rodata, out of a
@@ -333,8 +336,8 @@ answer_sleep(const uint32_t *word, uint32_t before)
 			 "xor %%r9d, %%r9d\n\t"
 			 "syscall"
 			 : "=&a"(ret)
-			 : "D"(word), "d"(before), [nr] "i"(SYS_futex),
-			   [ts] "m"(liveness)
+			 : "D"(word),
+			   "d"(before), [nr] "i"(SYS_futex), [ts] "m"(liveness)
 			 : "rsi", "r10", "r8", "r9", "rcx", "r11", "memory");
 	return ret;
 #else
@@ -345,27 +348,27 @@ answer_sleep(const uint32_t *word, uint32_t before)
 
 /* recv(@sock, @buf, @len, MSG_DONTWAIT), raw: its constants inside the
  * asm as answer_sleep()'s. */
-static inline __attribute__((always_inline)) long
-answer_recv(long sock, void *buf)
+static inline __attribute__((always_inline)) long answer_recv(long sock,
+							      void *buf)
 {
 #if defined(__x86_64__)
 	long ret;
 
-	__asm__ volatile("mov %[nr], %%eax\n\t"
-			 "mov %[len], %%edx\n\t"
-			 "mov %[fl], %%r10d\n\t"
-			 "xor %%r8d, %%r8d\n\t"
-			 "xor %%r9d, %%r9d\n\t"
-			 "syscall"
-			 : "=&a"(ret)
-			 : "D"(sock), "S"(buf), [nr] "i"(SYS_recvfrom),
-			   [len] "i"(sizeof(struct prw_reply)),
-			   [fl] "i"(MSG_DONTWAIT)
-			 : "rdx", "r10", "r8", "r9", "rcx", "r11", "memory");
+	__asm__ volatile(
+		"mov %[nr], %%eax\n\t"
+		"mov %[len], %%edx\n\t"
+		"mov %[fl], %%r10d\n\t"
+		"xor %%r8d, %%r8d\n\t"
+		"xor %%r9d, %%r9d\n\t"
+		"syscall"
+		: "=&a"(ret)
+		: "D"(sock), "S"(buf), [nr] "i"(SYS_recvfrom),
+		  [len] "i"(sizeof(struct prw_reply)), [fl] "i"(MSG_DONTWAIT)
+		: "rdx", "r10", "r8", "r9", "rcx", "r11", "memory");
 	return ret;
 #else
-	return rw_sys6(SYS_recvfrom, sock, (long)buf,
-		       sizeof(struct prw_reply), MSG_DONTWAIT, 0, 0);
+	return rw_sys6(SYS_recvfrom, sock, (long)buf, sizeof(struct prw_reply),
+		       MSG_DONTWAIT, 0, 0);
 #endif
 }
 
@@ -409,7 +412,8 @@ enum echo { ECHO_NONE, ECHO_UNIT, ECHO_SEGS };
  */
 static inline __attribute__((always_inline)) int
 await_answer(const char *call, const void *addr, uint64_t sb, uint32_t op,
-	     uint32_t cpu, enum echo echo, uint64_t x1, uint64_t x2, uint64_t x3)
+	     uint32_t cpu, enum echo echo, uint64_t x1, uint64_t x2,
+	     uint64_t x3)
 {
 	const uint32_t before = (uint32_t)sb;
 	unsigned timeouts = 0;
@@ -457,12 +461,16 @@ await_answer(const char *call, const void *addr, uint64_t sb, uint32_t op,
 		}
 	}
 	/* From the registers: a copy of before + 1 or of the seq in the
-	 * frame would let a store make these checks pass. */
-	if (count - before != 1 ||
+	 * frame would let a store make these checks pass. The empty asm
+	 * makes the values below new ones, computed here from the registers
+	 * the loop kept, not a copy of the destination or length the
+	 * compiler made for the check and kept on the stack. */
+	__asm__ volatile("" : "+r"(sb), "+r"(x1), "+r"(x2), "+r"(x3));
+	if (count - (uint32_t)sb != 1 ||
 	    (uint32_t)__atomic_load_n(&PAGE()->seq, __ATOMIC_RELAXED) !=
 		    (uint32_t)(sb >> 32) ||
 	    __atomic_load_n(&PAGE()->op, __ATOMIC_RELAXED) != op)
-		answer_other(call, addr, count - before);
+		answer_other(call, addr, count - (uint32_t)sb);
 	if (__atomic_load_n(&PAGE()->err, __ATOMIC_RELAXED))
 		return __atomic_load_n(&PAGE()->err, __ATOMIC_RELAXED);
 	if (echo == ECHO_UNIT &&
@@ -1162,8 +1170,8 @@ unit_put(const char *call, uint64_t al, uint64_t v)
 }
 
 /* Unlock and die: a write whose region changed while it waited. */
-static __attribute__((noreturn, noinline, cold)) void
-moved(const char *call, uintptr_t a)
+static __attribute__((noreturn, noinline, cold)) void moved(const char *call,
+							    uintptr_t a)
 {
 	rw_reglock_write_unlock(&req_lock);
 	rw_reglock_read_unlock(&write_lock);

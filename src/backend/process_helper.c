@@ -179,7 +179,8 @@ static int handle_write(size_t n)
 	h_echo.dst = segs[0].dst;
 	h_echo.len = segs[0].len;
 	if (segs[0].flags & PRW_SEG_FILL) {
-		uint64_t v = 0x0101010101010101ULL * (unsigned char)segs[0].fill;
+		uint64_t v =
+			0x0101010101010101ULL * (unsigned char)segs[0].fill;
 
 		h_echo.data = segs[0].len >= 8
 				      ? v
