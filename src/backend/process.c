@@ -1130,8 +1130,8 @@ head_put(const char *call, const void *addr, const void *src, size_t len)
 static inline __attribute__((always_inline)) void
 unit_put(const char *call, uint64_t al, uint64_t v)
 {
-	const uintptr_t a = al & UNIT_ADDR;
-	const size_t len = al >> UNIT_SHIFT;
+	uintptr_t a;
+	size_t len;
 	struct {
 		struct prw_msg m;
 		struct prw_seg seg;
@@ -1146,6 +1146,11 @@ unit_put(const char *call, uint64_t al, uint64_t v)
 	struct msghdr mh;
 	int err;
 
+	/* Computed here, from the register: not a copy the compiler made for
+	 * the check before and kept on the stack since. */
+	rw_in_register(al);
+	a = al & UNIT_ADDR;
+	len = al >> UNIT_SHIFT;
 	u.m = (struct prw_msg){.nseg = 1};
 	u.seg = (struct prw_seg){.dst = a, .len = len};
 	switch (len) {

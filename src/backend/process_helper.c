@@ -215,9 +215,10 @@ static int handle_write(size_t n)
  * pool zeroed again; a write is longer than a WIPE, refused), or this one
  * into another, whose answer names no zeroed memfd: the client dies. (A
  * store into its iovec, pointing it at a request of the attacker's, is
- * every request's exposure before sendmsg(2): 15a, open on process.) 0,
- * or -ENOENT (no destroy of a sealed pool of ours in progress) with
- * nothing written. The answer names the zeroed memfd, which the client
+ * every request's exposure before sendmsg(2): that request is served,
+ * and its echo names another op or seq than the client sent, which then
+ * dies: 15a.) 0, or -ENOENT (no destroy of a sealed pool of ours in progress)
+ * with nothing written. The answer names the zeroed memfd, which the client
  * compares with the record's descriptor.
  */
 static int handle_wipe(void)
@@ -248,7 +249,8 @@ static int handle_wipe(void)
  * reads the head back and aborts) or the op (every other op is refused at
  * a HEAD's length; the client dies). A store into the iovec, pointing it
  * at a request of the attacker's, is the exposure every request has in
- * the few instructions before sendmsg(2) (15a, open on process).
+ * the few instructions before sendmsg(2): that request is served, and its
+ * echo (op, seq) or the head read back differs, and the client dies (15a).
  */
 static int handle_head(size_t n)
 {
