@@ -274,8 +274,11 @@ answer_late(const char *call, const void *addr)
 }
 
 static __attribute__((noreturn, noinline, cold)) void
-answer_other(const char *call, const void *addr, uint32_t n)
+answer_other(const char *call, const void *addr, uint32_t n, uint32_t seq,
+	     uint32_t op)
 {
+	const struct prw_answer *a = PAGE();
+
 	if (n != 1)
 		rw_die(call, addr,
 		       "the process backend's helper answered %u requests "
@@ -283,7 +286,9 @@ answer_other(const char *call, const void *addr, uint32_t n)
 		       n);
 	rw_die(call, addr,
 	       "the process backend's helper answered another request than "
-	       "this call's (changed in memory before it was sent?)");
+	       "this call's: seq %u op %u, where this call sent seq %u op %u "
+	       "(changed in memory before it was sent)",
+	       (uint32_t)a->seq, a->op, seq, op);
 }
 
 static __attribute__((noreturn, noinline, cold)) void
@@ -470,7 +475,8 @@ await_answer(const char *call, const void *addr, uint64_t sb, uint32_t op,
 	    (uint32_t)__atomic_load_n(&PAGE()->seq, __ATOMIC_RELAXED) !=
 		    (uint32_t)(sb >> 32) ||
 	    __atomic_load_n(&PAGE()->op, __ATOMIC_RELAXED) != op)
-		answer_other(call, addr, count - (uint32_t)sb);
+		answer_other(call, addr, count - (uint32_t)sb,
+			     (uint32_t)(sb >> 32), op);
 	if (__atomic_load_n(&PAGE()->err, __ATOMIC_RELAXED))
 		return __atomic_load_n(&PAGE()->err, __ATOMIC_RELAXED);
 	if (echo == ECHO_UNIT &&
