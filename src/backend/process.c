@@ -454,7 +454,9 @@ await_answer(const char *call, const void *addr, uint64_t sb, uint32_t op,
 		 * word, or end-of-file when both are gone). Nothing else
 		 * comes on it: the helper answers in its page. */
 		{
-			struct prw_reply rep;
+			/* Zeroed: the analysers cannot see the raw
+			 * recvfrom() fill it. */
+			struct prw_reply rep = {0};
 
 			do
 				r = answer_recv(ctl_fd(), &rep);
