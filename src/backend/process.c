@@ -86,6 +86,11 @@ static int ctl_fd(void)
 	return (int)rw_backend_word(RW_BACKEND_PROCESS, W_SOCK) - 1;
 }
 
+/* The same for a raw system call, without sign extension (the kernel
+ * reads the descriptor's low 32 bits): a constant less for the compiler
+ * to keep in a register through the answer wait. */
+#define CTL_FD_RAW() ((long)(rw_backend_word(RW_BACKEND_PROCESS, W_SOCK) - 1))
+
 static pid_t helper_id(void)
 {
 	return (pid_t)rw_backend_word(RW_BACKEND_PROCESS, W_HELPER);
@@ -459,7 +464,7 @@ await_answer(const char *call, const void *addr, uint64_t sb, uint32_t op,
 			struct prw_reply rep = {0};
 
 			do
-				r = answer_recv(ctl_fd(), &rep);
+				r = answer_recv(CTL_FD_RAW(), &rep);
 			while (r == -EINTR);
 			if (r != -EAGAIN && r != -EWOULDBLOCK &&
 			    (r <= 0 || (r == (long)sizeof(rep) &&
@@ -543,8 +548,8 @@ transact(const char *call, const void *addr, struct msghdr *mh, size_t len,
 	sb = seq << 32 | __atomic_load_n(&PAGE()->count, __ATOMIC_ACQUIRE);
 	rw_in_register(sb);
 	do
-		n = rw_sys6(SYS_sendmsg, ctl_fd(), (long)mh, MSG_NOSIGNAL, 0, 0,
-			    0);
+		n = rw_sys6(SYS_sendmsg, CTL_FD_RAW(), (long)mh, MSG_NOSIGNAL,
+			    0, 0, 0);
 	while (n == -EINTR);
 	if (n != (long)len)
 		send_failed(call, addr, n, len);
@@ -1176,6 +1181,10 @@ unit_put(const char *call, uint64_t al, uint64_t v)
 	}
 	iov = (struct iovec){&u, sizeof(u.m) + sizeof(u.seg) + len};
 	mh = (struct msghdr){.msg_iov = &iov, .msg_iovlen = 1};
+	/* From here @al and @v are only compared: named once more as
+	 * registers, so that a compiler that spilled the copies it used for
+	 * the request does not compare with those. */
+	__asm__ volatile("" : "+r"(al), "+r"(v));
 	err = transact(call, (void *)a, &mh, sizeof(u.m) + sizeof(u.seg) + len,
 		       PRW_OP_WRITE, ECHO_UNIT, al, 0, v);
 	if (err)
