@@ -66,8 +66,8 @@ const struct attack_expect attack_table[] = {
 	{"14f", {B, NA, NA, B, NA}},
 	{"14g", {B, B, B, B, B}},
 	/* The scribbler (15, attack_scribble.c). */
-	{"15a", {B, B, B, B, O}},
-	{"15b", {B, B, B, B, O}},
+	{"15a", {B, B, B, B, B}},
+	{"15b", {B, B, B, B, B}},
 	{"15c", {B, B, B, B, B}},
 	{"15d", {O, O, O, O, O}},
 	{"15e", {O, O, O, O, O}},
@@ -87,7 +87,7 @@ const struct attack_expect attack_table[] = {
 	/* The outside review of the answer path (review3). */
 	{"25a", {NA, NA, NA, NA, B}},
 	{"25b", {NA, NA, NA, NA, B}},
-	{"25c", {NA, NA, NA, NA, O}},
+	{"25c", {NA, NA, NA, NA, B}},
 	{"25d", {NA, NA, NA, NA, B}},
 	{"25e", {B, B, B, B, B}},
 	/* Lock words released by a store while held (26, attack_locks.c). */

@@ -869,3 +869,154 @@ TEST(process_helper_keeps_no_copy_of_program_memory, EXPECT_PASS)
 	CHECK(status_kb(h, "RssAnon") < 8 * 1024);
 	free(buf);
 }
+
+/*
+ * Control of scribbler 15a/15b on this backend: a write request sits in the
+ * program's memory from its construction to sendmsg(2), where a store of
+ * another thread can rewrite it. Here a tracer rewrites it at the latest
+ * such moment, the system call's entry, every time: the helper applies the
+ * rewritten request, and the call must then die (the echo of what the
+ * helper applied differs from what the call holds in registers) instead of
+ * returning. Each case fails if the call returns or dies of anything else.
+ */
+static long echo_target __wr_rare;
+static long echo_other __wr_rare;
+static long echo_array[8] __wr_rare;
+
+enum tamper { TAMPER_DST, TAMPER_DATA, TAMPER_SEQ, TAMPER_SEGS };
+
+static bool tamper_request(pid_t pid, unsigned long mh_addr, enum tamper how)
+{
+	struct msghdr mh;
+	struct iovec iov, local, remote;
+	struct {
+		struct prw_msg m;
+		struct prw_seg seg;
+		uint64_t data;
+	} req;
+
+	local = (struct iovec){&mh, sizeof(mh)};
+	remote = (struct iovec){(void *)mh_addr, sizeof(mh)};
+	if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != sizeof(mh))
+		return false;
+	local = (struct iovec){&iov, sizeof(iov)};
+	remote = (struct iovec){mh.msg_iov, sizeof(iov)};
+	if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != sizeof(iov) ||
+	    iov.iov_len < sizeof(req.m) + sizeof(req.seg))
+		return false;
+	local = (struct iovec){&req, sizeof(req.m) + sizeof(req.seg)};
+	remote = (struct iovec){iov.iov_base, local.iov_len};
+	if (how == TAMPER_DATA)
+		local.iov_len = remote.iov_len = sizeof(req);
+	if (process_vm_readv(pid, &local, 1, &remote, 1, 0) !=
+		    (ssize_t)local.iov_len ||
+	    req.m.op != PRW_OP_WRITE)
+		return false;
+	switch (how) {
+	case TAMPER_DST:
+		if (req.seg.dst != (uintptr_t)&echo_target)
+			return false;
+		req.seg.dst = (uintptr_t)&echo_other;
+		break;
+	case TAMPER_DATA:
+		req.data = 0x4141414141414141ULL;
+		break;
+	case TAMPER_SEQ:
+		req.m.seq += 1000;
+		break;
+	case TAMPER_SEGS:
+		if (req.seg.dst != (uintptr_t)&echo_array[0])
+			return false;
+		req.seg.dst = (uintptr_t)&echo_array[4];
+		break;
+	}
+	return process_vm_writev(pid, &local, 1, &remote, 1, 0) ==
+	       (ssize_t)local.iov_len;
+}
+
+static void tampered_write_dies(enum tamper how, const char *says)
+{
+	static const long src[3] = {1, 2, 3};
+	char out[4096] = "";
+	int fds[2], status;
+	bool done = false;
+	size_t have = 0;
+	ssize_t n;
+	pid_t pid;
+
+	need_process();
+	init();
+	rare_write(echo_target, 1L);
+	CHECK(pipe(fds) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		dup2(fds[1], 2);
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) || raise(SIGSTOP))
+			_exit(3);
+		if (how == TAMPER_SEGS)
+			rare_write_memcpy(echo_array, src, sizeof(src));
+		else
+			rare_write(echo_target, 0x1234L);
+		_exit(0); /* the call returned: the control failed */
+	}
+	close(fds[1]);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFSTOPPED(status));
+	CHECK(!ptrace(PTRACE_SETOPTIONS, pid, 0,
+		      PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL));
+	for (int sig = 0;;) {
+		struct __ptrace_syscall_info info;
+
+		CHECK(!ptrace(PTRACE_SYSCALL, pid, 0, sig));
+		sig = 0;
+		CHECK(waitpid(pid, &status, 0) == pid);
+		if (WIFEXITED(status) || WIFSIGNALED(status))
+			break;
+		if (WSTOPSIG(status) != (SIGTRAP | 0x80)) {
+			sig = WSTOPSIG(status);
+			continue;
+		}
+		if (!done &&
+		    ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof(info), &info) >
+			    0 &&
+		    info.op == PTRACE_SYSCALL_INFO_ENTRY &&
+		    info.entry.nr == SYS_sendmsg)
+			done = tamper_request(pid, info.entry.args[1], how);
+	}
+	while (have < sizeof(out) - 1 &&
+	       (n = read(fds[0], out + have, sizeof(out) - 1 - have)) > 0)
+		have += (size_t)n;
+	out[have] = 0;
+	close(fds[0]);
+	if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT) ||
+	    !strstr(out, says))
+		fprintf(stderr, "rewritten: %d; status %#x; stderr: %s\n", done,
+			status, out);
+	CHECK(done);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+	CHECK(strstr(out, says));
+}
+
+TEST(process_request_destination_rewritten_aborts, EXPECT_PASS)
+{
+	tampered_write_dies(TAMPER_DST, "applied another write than this "
+					"call's");
+}
+
+TEST(process_request_value_rewritten_aborts, EXPECT_PASS)
+{
+	tampered_write_dies(TAMPER_DATA, "applied another write than this "
+					 "call's");
+}
+
+TEST(process_request_seq_rewritten_aborts, EXPECT_PASS)
+{
+	tampered_write_dies(TAMPER_SEQ, "answered another request than this "
+					"call's");
+}
+
+TEST(process_segments_destination_rewritten_aborts, EXPECT_PASS)
+{
+	tampered_write_dies(TAMPER_SEGS, "applied another write than this "
+					 "call's");
+}

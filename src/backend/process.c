@@ -37,11 +37,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/rseq.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -86,6 +86,11 @@ static int ctl_fd(void)
 	return (int)rw_backend_word(RW_BACKEND_PROCESS, W_SOCK) - 1;
 }
 
+/* The same for a raw system call, without sign extension (the kernel
+ * reads the descriptor's low 32 bits): a constant less for the compiler
+ * to keep in a register through the answer wait. */
+#define CTL_FD_RAW() ((long)(rw_backend_word(RW_BACKEND_PROCESS, W_SOCK) - 1))
+
 static pid_t helper_id(void)
 {
 	return (pid_t)rw_backend_word(RW_BACKEND_PROCESS, W_HELPER);
@@ -101,17 +106,19 @@ static size_t data_max(void)
 	return (size_t)rw_backend_word(RW_BACKEND_PROCESS, W_DATA);
 }
 
-/* None after fork_child dropped it: a request then has no helper. */
-static const struct prw_answer *answer_page(const char *call, const void *addr)
-{
-	const struct prw_answer *a =
-		(const struct prw_answer *)(uintptr_t)rw_backend_word(
-			RW_BACKEND_PROCESS, W_ANSWER);
+/* The helper's answer page, loaded from the core's table at each use: a
+ * copy kept in a register through a wait would compete for the registers
+ * that must not spill (25c), and the table is out of a store's reach. */
+#define PAGE()                                                                 \
+	((const struct prw_answer *)(uintptr_t)rw_backend_word(                \
+		RW_BACKEND_PROCESS, W_ANSWER))
 
-	if (!a)
+/* None after fork_child dropped it: a request then has no helper. */
+static void answer_page_check(const char *call, const void *addr)
+{
+	if (!PAGE())
 		rw_die(call, addr,
 		       "the process backend has no helper's answer page");
-	return a;
 }
 
 static uint64_t next_id = 1;
@@ -131,8 +138,8 @@ static uint32_t req_lock;
 #define LIVENESS_MS 50
 /* How long a caller looks at the answer page before sleeping on it, while
  * the helper runs on another CPU (it answers in a few microseconds): loads,
- * no system call. */
-#define CALLER_SPIN_NS 5000
+ * no system call and no clock call (spin_clock()), about 5 us. */
+#define CALLER_SPIN_ROUNDS 4096u
 /* The helper has this long to start, and to answer one request. A live
  * helper answers in microseconds; these only turn a hang into an error. */
 #define START_TIMEOUT_S 10
@@ -175,12 +182,23 @@ static __attribute__((noreturn)) void helper_died(const char *call,
 	helper_ended(call, addr, NULL);
 }
 
-/* The CPU we run on, or UINT32_MAX; a hint. */
-static uint32_t cur_cpu(void)
+/* The CPU we run on, or UINT32_MAX; a hint. Inline, no call: from the
+ * kernel's rseq area of this thread (glibc registers it), as the helper
+ * reads its own; without rseq (valgrind) none, and the caller sleeps at
+ * once. */
+static inline __attribute__((always_inline)) uint32_t cur_cpu(void)
 {
-	int cpu = sched_getcpu();
+	if (__rseq_size) {
+		const struct rseq *rs =
+			(const void *)((char *)__builtin_thread_pointer() +
+				       __rseq_offset);
+		int32_t id =
+			(int32_t)__atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
 
-	return cpu < 0 ? UINT32_MAX : (uint32_t)cpu;
+		if (id >= 0)
+			return (uint32_t)id;
+	}
+	return UINT32_MAX;
 }
 
 /* Poll for the answer before sleeping: only while the helper runs on
@@ -209,97 +227,284 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static uint64_t mono_ns(void)
+/* A cycle counter read inline (no vDSO call: 25c), to bound the spin:
+ * ticks, never compared with the clock. 0 where there is none; then the
+ * spin is bounded by its rounds alone. */
+static inline __attribute__((always_inline)) uint64_t spin_clock(void)
 {
-	struct timespec ts;
+#if defined(__x86_64__) || defined(__i386__)
+	return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+	uint64_t t;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	__asm__ volatile("mrs %0, cntvct_el0" : "=r"(t));
+	return t;
+#else
+	return 0;
+#endif
 }
 
-/* A wait for an answer ran out: a helper that ended says so on the socket
- * (its keeper's word, or end-of-file when both are gone). Nothing else
- * comes on it: the helper answers in its page, and no one else's message. */
-static void helper_check(const char *call, const void *addr)
+/* Ticks of spin_clock() in about 5 us: the TSC counts at 1 to 5 GHz;
+ * arm64's counter at its own frequency (cntfrq_el0). */
+static inline __attribute__((always_inline)) uint64_t spin_ticks(void)
 {
-	struct prw_reply r;
-	ssize_t n;
+#if defined(__aarch64__)
+	uint64_t f;
 
-	for (;;) {
-		n = recv(ctl_fd(), &r, sizeof(r), MSG_DONTWAIT);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		if (n == (ssize_t)sizeof(r) && r.seq == PRW_SEQ_FATE)
-			helper_ended(call, addr, &r);
-		if (n <= 0)
-			helper_died(call, addr);
-	}
+	__asm__ volatile("mrs %0, cntfrq_el0" : "=r"(f));
+	return f / 200000u;
+#else
+	return 16384u;
+#endif
 }
 
-/*
- * Wait until the answer page counts one answer more than @before, the count
- * when our request went out: 0 or -errno from the helper. The page is the
- * helper's alone (read-only here), and nothing but our request is in
- * flight: that answer is ours. A helper that hangs (stopped) runs into the
- * deadline; one that ended is found by helper_check().
- *
- * Inline, and the futex wait a raw system call (rawsys.h): @before stays in
- * a register through the wait. In memory (a stack slot, or the frame of a
- * function that saves it) a store of count - 1 there would make the caller
- * take the previous answer for its own and return before the helper
- * applied its write (attack 25c).
- */
-static inline __attribute__((always_inline)) int
-await_answer(const char *call, const void *addr, const struct prw_answer *a,
-	     uint32_t before, uint32_t cpu)
+/* The helper has ended: the keeper's word on how (@n bytes of it in @r,
+ * from a recv(2) on the socket that was not EAGAIN), or end-of-file. */
+static __attribute__((noreturn, noinline, cold)) void
+helper_gone(const char *call, const void *addr, const struct prw_reply *r,
+	    long n)
 {
-	const uint32_t bit = PRW_ANSWER_BIT(before + 1);
-	uint64_t deadline = 0;
-	uint32_t count;
+	if (n == (long)sizeof(*r) && r->seq == PRW_SEQ_FATE)
+		helper_ended(call, addr, r);
+	helper_died(call, addr);
+}
 
-	if (poll_first(cpu)) {
-		uint64_t until = mono_ns() + CALLER_SPIN_NS;
+static __attribute__((noreturn, noinline, cold)) void
+answer_late(const char *call, const void *addr)
+{
+	rw_die(call, addr,
+	       "the process backend's helper (pid %d) did not answer within "
+	       "%d s",
+	       (int)helper_id(), REPLY_TIMEOUT_S);
+}
 
-		while (__atomic_load_n(&a->count, __ATOMIC_ACQUIRE) == before &&
-		       mono_ns() < until)
-			cpu_relax();
-	}
-	while ((count = __atomic_load_n(&a->count, __ATOMIC_ACQUIRE)) ==
-	       before) {
-		struct timespec ts;
+static __attribute__((noreturn, noinline, cold)) void
+answer_other(const char *call, const void *addr, uint32_t n, uint32_t seq,
+	     uint32_t op)
+{
+	const struct prw_answer *a = PAGE();
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		if (!deadline)
-			deadline = (uint64_t)ts.tv_sec + REPLY_TIMEOUT_S;
-		else if ((uint64_t)ts.tv_sec > deadline)
-			rw_die(call, addr,
-			       "the process backend's helper (pid %d) did not "
-			       "answer within %d s",
-			       (int)helper_id(), REPLY_TIMEOUT_S);
-		ts.tv_nsec += LIVENESS_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		/* Absolute, CLOCK_MONOTONIC; not private: the helper's
-		 * mapping of the page is another process's. */
-		if (rw_sys6(SYS_futex, (long)&a->count, FUTEX_WAIT_BITSET,
-			    before, (long)&ts, 0, bit) == -ETIMEDOUT)
-			helper_check(call, addr);
-	}
-	/* From the registers: a copy of before + 1 in the frame would let a
-	 * store make this check fail (or pass). */
-	if (count - before != 1)
+	if (n != 1)
 		rw_die(call, addr,
 		       "the process backend's helper answered %u requests "
 		       "where one was in flight",
-		       count - before);
+		       n);
+	rw_die(call, addr,
+	       "the process backend's helper answered another request than "
+	       "this call's: seq %u op %u, where this call sent seq %u op %u "
+	       "(changed in memory before it was sent)",
+	       (uint32_t)a->seq, a->op, seq, op);
+}
+
+static __attribute__((noreturn, noinline, cold)) void
+write_refused(const char *call, const void *addr, size_t len, int err)
+{
+	rw_die(call, addr,
+	       "the process backend's helper refused the write (%zu bytes): %s",
+	       len,
+	       err == -EPERM ? "not sent by this process"
+			     : "not inside memory registered with it");
+}
+
+static __attribute__((noreturn, noinline, cold)) void
+write_other(const char *call, const void *addr, size_t len)
+{
+	const struct prw_answer *a = PAGE();
+
+	rw_die(call, addr,
+	       "the process backend's helper applied another write than this "
+	       "call's (%zu bytes at %#llx of %u segments, %llu data bytes: "
+	       "the request was changed in memory before it was sent)",
+	       len ? len : (size_t)a->len, (unsigned long long)a->dst, a->nseg,
+	       (unsigned long long)a->total);
+}
+
+/* The wait's timeout, relative: no clock to read. In .rodata, out of a
+ * store's reach. */
+static const struct timespec liveness = {0, LIVENESS_MS * 1000000L};
+
+/*
+ * Sleep on the answer count while it is @before, LIVENESS_MS at most: a
+ * FUTEX_WAIT, not private (the helper's mapping of the page is another
+ * process's), with a relative timeout (FUTEX_WAIT_BITSET's is absolute: a
+ * clock read, a call or a system call). It matches every wake, so a late
+ * wake for the previous answer may end it early: the caller looks again.
+ * On x86-64 the constants are loaded inside the asm, so that no register
+ * holds them through the wait loop: the registers are for the values the
+ * answer is checked against (await_answer()).
+ */
+static inline __attribute__((always_inline)) long
+answer_sleep(const uint32_t *word, uint32_t before)
+{
+#if defined(__x86_64__)
+	long ret;
+
+	__asm__ volatile("mov %[nr], %%eax\n\t"
+			 "xor %%esi, %%esi\n\t" /* FUTEX_WAIT */
+			 "lea %[ts], %%r10\n\t"
+			 "xor %%r8d, %%r8d\n\t"
+			 "xor %%r9d, %%r9d\n\t"
+			 "syscall"
+			 : "=&a"(ret)
+			 : "D"(word),
+			   "d"(before), [nr] "i"(SYS_futex), [ts] "m"(liveness)
+			 : "rsi", "r10", "r8", "r9", "rcx", "r11", "memory");
+	return ret;
+#else
+	return rw_sys6(SYS_futex, (long)word, FUTEX_WAIT, before,
+		       (long)&liveness, 0, 0);
+#endif
+}
+
+/* recv(@sock, @buf, @len, MSG_DONTWAIT), raw: its constants inside the
+ * asm as answer_sleep()'s. */
+static inline __attribute__((always_inline)) long answer_recv(long sock,
+							      void *buf)
+{
+#if defined(__x86_64__)
+	long ret;
+
+	__asm__ volatile(
+		"mov %[nr], %%eax\n\t"
+		"mov %[len], %%edx\n\t"
+		"mov %[fl], %%r10d\n\t"
+		"xor %%r8d, %%r8d\n\t"
+		"xor %%r9d, %%r9d\n\t"
+		"syscall"
+		: "=&a"(ret)
+		: "D"(sock), "S"(buf), [nr] "i"(SYS_recvfrom),
+		  [len] "i"(sizeof(struct prw_reply)), [fl] "i"(MSG_DONTWAIT)
+		: "rdx", "r10", "r8", "r9", "rcx", "r11", "memory");
+	return ret;
+#else
+	return rw_sys6(SYS_recvfrom, sock, (long)buf, sizeof(struct prw_reply),
+		       MSG_DONTWAIT, 0, 0);
+#endif
+}
+
+/* What await_answer() compares the answer's echo with, besides seq and
+ * op: nothing (a control message: ctl() checks its own), a unit write's
+ * (destination and length in one word, value), a request of segments'
+ * (count, data bytes, digest). */
+enum echo { ECHO_NONE, ECHO_UNIT, ECHO_SEGS };
+/* A unit write's destination and length (1, 2, 4, 8) in one word, which
+ * leaves the compiler one register more for the others: the length above
+ * any user address. */
+#define UNIT_SHIFT 60
+#define UNIT_ADDR ((1ULL << UNIT_SHIFT) - 1)
+
+/*
+ * Wait until the answer page counts one answer more than @before, the count
+ * when our request went out, and check that it answers request @seq with
+ * @op and, for a write, that it applied what @x1, @x2, @x3 say (@echo): 0
+ * or -errno from the helper (a mismatch dies in write_other()). The page
+ * is the helper's alone (read-only here), and nothing but our request is
+ * in flight: that answer is ours. A helper that hangs (stopped) runs into
+ * the deadline; one that ended is found on the socket.
+ *
+ * Inline, and without a call from the send to the checks (attack 25c):
+ * @before, @seq and the values compared stay in registers through the
+ * wait. In memory (a stack slot, or the frame of a function that saves
+ * them, as clock_gettime() in the vDSO and recv() did) a store of count -
+ * 1 there would make the caller take the previous answer for its own and
+ * return before the helper applied its write; a store to an expected
+ * value there, together with one to the request before the send, would
+ * pass a redirected write (15a). So the spin is bounded by a cycle
+ * counter, the wait's timeout is relative (no clock read), the deadline
+ * counts timeouts, the socket is read with a raw recvfrom(2), the answer
+ * page and the socket are loaded from the core's table at each use, and
+ * every pass of the loop names those values as live in registers (an
+ * empty asm): a compiler that spilled them would have to write and read
+ * them back in every pass. The count of timeouts may sit in memory: a
+ * store there changes only when this gives up. Should @before be lost
+ * anyway, the answer's echo names the previous request's seq and write,
+ * not ours, and the call dies.
+ */
+static inline __attribute__((always_inline)) int
+await_answer(const char *call, const void *addr, uint64_t sb, uint32_t op,
+	     uint32_t cpu, enum echo echo, uint64_t x1, uint64_t x2,
+	     uint64_t x3)
+{
+	const uint32_t before = (uint32_t)sb;
+	unsigned timeouts = 0;
+	uint32_t count;
+
+	/* A unit write's destination is in @x1: not a second register. */
+	if (echo == ECHO_UNIT)
+		addr = (const void *)(uintptr_t)(x1 & UNIT_ADDR);
+
+	if (poll_first(cpu)) {
+		uint64_t t0 = spin_clock(), ticks = spin_ticks();
+
+		for (unsigned i = 0;
+		     i < CALLER_SPIN_ROUNDS &&
+		     __atomic_load_n(&PAGE()->count, __ATOMIC_ACQUIRE) ==
+			     before &&
+		     spin_clock() - t0 < ticks;
+		     i++)
+			cpu_relax();
+	}
+	while ((count = __atomic_load_n(&PAGE()->count, __ATOMIC_ACQUIRE)) ==
+	       before) {
+		long r;
+
+		__asm__ volatile("" ::"r"(sb), "r"(x1), "r"(x2), "r"(x3));
+		r = answer_sleep(&PAGE()->count, before);
+		if (r != -ETIMEDOUT)
+			continue;
+		/* The deadline, in timeouts of LIVENESS_MS each at least. */
+		if (++timeouts > REPLY_TIMEOUT_S * 1000 / LIVENESS_MS)
+			answer_late(call, addr);
+		/* A helper that ended says so on the socket (its keeper's
+		 * word, or end-of-file when both are gone). Nothing else
+		 * comes on it: the helper answers in its page. */
+		{
+			/* Zeroed: the analysers cannot see the raw
+			 * recvfrom() fill it. */
+			struct prw_reply rep = {0};
+
+			do
+				r = answer_recv(CTL_FD_RAW(), &rep);
+			while (r == -EINTR);
+			if (r != -EAGAIN && r != -EWOULDBLOCK &&
+			    (r <= 0 || (r == (long)sizeof(rep) &&
+					rep.seq == PRW_SEQ_FATE)))
+				helper_gone(call, addr, &rep, r);
+		}
+	}
+	/* From the registers: a copy of before + 1 or of the seq in the
+	 * frame would let a store make these checks pass. The empty asm
+	 * makes the values below new ones, computed here from the registers
+	 * the loop kept, not a copy of the destination or length the
+	 * compiler made for the check and kept on the stack. */
+	__asm__ volatile("" : "+r"(sb), "+r"(x1), "+r"(x2), "+r"(x3));
+	if (count - (uint32_t)sb != 1 ||
+	    (uint32_t)__atomic_load_n(&PAGE()->seq, __ATOMIC_RELAXED) !=
+		    (uint32_t)(sb >> 32) ||
+	    __atomic_load_n(&PAGE()->op, __ATOMIC_RELAXED) != op)
+		answer_other(call, addr, count - (uint32_t)sb,
+			     (uint32_t)(sb >> 32), op);
+	if (__atomic_load_n(&PAGE()->err, __ATOMIC_RELAXED))
+		return __atomic_load_n(&PAGE()->err, __ATOMIC_RELAXED);
+	if (echo == ECHO_UNIT &&
+	    (__atomic_load_n(&PAGE()->nseg, __ATOMIC_RELAXED) != 1 ||
+	     __atomic_load_n(&PAGE()->dst, __ATOMIC_RELAXED) !=
+		     (x1 & UNIT_ADDR) ||
+	     __atomic_load_n(&PAGE()->len, __ATOMIC_RELAXED) !=
+		     x1 >> UNIT_SHIFT ||
+	     __atomic_load_n(&PAGE()->total, __ATOMIC_RELAXED) !=
+		     x1 >> UNIT_SHIFT ||
+	     __atomic_load_n(&PAGE()->data, __ATOMIC_RELAXED) != x3))
+		write_other(call, addr, x1 >> UNIT_SHIFT);
+	if (echo == ECHO_SEGS &&
+	    (__atomic_load_n(&PAGE()->nseg, __ATOMIC_RELAXED) != x1 ||
+	     __atomic_load_n(&PAGE()->total, __ATOMIC_RELAXED) != x2 ||
+	     __atomic_load_n(&PAGE()->digest, __ATOMIC_RELAXED) != x3))
+		write_other(call, addr, x2);
 	__atomic_store_n(&helper_cpu,
-			 __atomic_load_n(&a->cpu, __ATOMIC_RELAXED),
+			 __atomic_load_n(&PAGE()->cpu, __ATOMIC_RELAXED),
 			 __ATOMIC_RELAXED);
-	return __atomic_load_n(&a->err, __ATOMIC_RELAXED);
+	return 0;
 }
 
 static __attribute__((noreturn, noinline, cold)) void
@@ -314,33 +519,41 @@ send_failed(const char *call, const void *addr, long n, size_t len)
 }
 
 /*
- * Send @mh as one request of @len bytes and wait for its answer: 0 or
- * -errno from the helper. req_lock held, and @mh built after it was taken
- * (attacks 15a, 25a, 25b): no wait between the request's construction and
- * the system call that copies it. Inline, the system calls raw (rawsys.h):
- * the answer count it waits for stays in a register (25c), the length it
- * expects is its caller's constant or computed since the lock.
+ * Send @mh as one request of @len bytes, @op (the caller's constant), and
+ * wait for its answer: 0 or -errno from the helper, after the answer's echo
+ * of the request's op and seq matched, and of its write what @echo, @x1,
+ * @x2 and @x3 say (await_answer()). req_lock held, and @mh built
+ * after it was taken (attacks 15a, 25a, 25b): no wait between the
+ * request's construction and the system call that copies it. Inline, the
+ * system calls raw (rawsys.h), no call at all from here to the answer:
+ * the answer count it waits for, the seq and the caller's values stay in
+ * registers (25c), the length it expects is its caller's constant or
+ * computed since the lock.
  */
 static inline __attribute__((always_inline)) int
-transact(const char *call, const void *addr, struct msghdr *mh, size_t len)
+transact(const char *call, const void *addr, struct msghdr *mh, size_t len,
+	 uint32_t op, enum echo echo, uint64_t x1, uint64_t x2, uint64_t x3)
 {
-	const struct prw_answer *a = answer_page(call, addr);
 	struct prw_msg *m = mh->msg_iov[0].iov_base;
-	uint32_t before;
-	long sock, n;
+	uint64_t seq = ++req_seq, sb;
+	uint32_t cpu = cur_cpu();
+	long n;
 
-	m->cpu = cur_cpu(); /* a hint: read back from the message below */
-	/* No call from here to the wait's end: the socket, the count are
-	 * kept in registers. Before the request goes: the helper may answer
-	 * at once. */
-	sock = ctl_fd();
-	before = __atomic_load_n(&a->count, __ATOMIC_ACQUIRE);
+	answer_page_check(call, addr);
+	m->op = op;
+	m->seq = seq;
+	m->cpu = cpu; /* a hint */
+	/* Before the request goes (the helper may answer at once), with the
+	 * seq's low half in one register (await_answer()). */
+	sb = seq << 32 | __atomic_load_n(&PAGE()->count, __ATOMIC_ACQUIRE);
+	rw_in_register(sb);
 	do
-		n = rw_sys6(SYS_sendmsg, sock, (long)mh, MSG_NOSIGNAL, 0, 0, 0);
+		n = rw_sys6(SYS_sendmsg, CTL_FD_RAW(), (long)mh, MSG_NOSIGNAL,
+			    0, 0, 0);
 	while (n == -EINTR);
 	if (n != (long)len)
 		send_failed(call, addr, n, len);
-	return await_answer(call, addr, a, before, m->cpu);
+	return await_answer(call, addr, sb, op, cpu, echo, x1, x2, x3);
 }
 
 /*
@@ -392,11 +605,7 @@ ctl(const char *call, const void *addr, uint32_t op, uint64_t id,
 	rw_reglock_write(&req_lock);
 	if (fd >= 0)
 		peer_check(call, addr);
-	m = (struct prw_msg){.op = op,
-			     .id = id,
-			     .start = start,
-			     .len = len,
-			     .seq = ++req_seq};
+	m = (struct prw_msg){.id = id, .start = start, .len = len};
 	iov = (struct iovec){&m, sizeof(m)};
 	mh = (struct msghdr){.msg_iov = &iov, .msg_iovlen = 1};
 	if (fd >= 0) {
@@ -411,15 +620,15 @@ ctl(const char *call, const void *addr, uint32_t op, uint64_t id,
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	}
-	err = transact(call, addr, &mh, sizeof(struct prw_msg));
+	err = transact(call, addr, &mh, sizeof(struct prw_msg), op, ECHO_NONE,
+		       0, 0, 0);
 	if (!err && named >= 0) {
-		const struct prw_answer *a = answer_page(call, addr);
 		struct stat st;
 
 		if (fstat(named, &st) ||
-		    __atomic_load_n(&a->dev, __ATOMIC_RELAXED) !=
+		    __atomic_load_n(&PAGE()->dev, __ATOMIC_RELAXED) !=
 			    (uint64_t)st.st_dev ||
-		    __atomic_load_n(&a->ino, __ATOMIC_RELAXED) !=
+		    __atomic_load_n(&PAGE()->ino, __ATOMIC_RELAXED) !=
 			    (uint64_t)st.st_ino)
 			rw_die(call, addr,
 			       "the process backend's helper %s another "
@@ -767,29 +976,40 @@ struct req {
 	bool waited;	  /* see req_add() */
 };
 
-/* Send @q as one request; it is applied whole, or the call dies. req_lock
+/*
+ * Send @q as one request; it is applied whole, or the call dies. req_lock
  * held since before the request was built: a request built before the
- * wait would sit on the stack through it (scribbler 15a). */
+ * wait would sit on the stack through it (scribbler 15a). The segments
+ * are in memory from req_add() to the system call: the digest of their
+ * destinations, lengths and fills, their number and the data's length,
+ * taken right before the send, must be the helper's echo of what it
+ * applied, or the call dies. That catches a store in the request, or an
+ * iovec pointed at another request, after the digest; not a segment
+ * rewritten before it, nor a data pointer redirected (the data are not
+ * in the digest): those stay open on this path (docs/attack-matrix.md,
+ * 15a). A single write of 1, 2, 4 or 8 aligned bytes does not come here
+ * (unit_put()).
+ */
 static void req_flush(const char *call, const void *addr, struct req *q)
 {
 	size_t head = sizeof(q->head.m) + q->nseg * sizeof(q->head.segs[0]);
 	struct msghdr mh = {.msg_iov = q->iov, .msg_iovlen = q->niov};
+	uint64_t digest;
+	size_t total;
+	unsigned nseg;
 	int err;
 
 	if (!q->nseg)
 		return;
-	q->head.m.op = PRW_OP_WRITE;
 	q->head.m.nseg = q->nseg;
 	q->iov[0] = (struct iovec){&q->head, head};
-	q->head.m.seq = ++req_seq;
-	err = transact(call, addr, &mh, head + q->data);
+	nseg = q->nseg;
+	total = q->data;
+	digest = prw_digest(q->head.segs, nseg);
+	err = transact(call, addr, &mh, head + total, PRW_OP_WRITE, ECHO_SEGS,
+		       nseg, total, digest);
 	if (err)
-		rw_die(call, addr,
-		       "the process backend's helper refused the write (%zu "
-		       "bytes): %s",
-		       q->data,
-		       err == -EPERM ? "not sent by this process"
-				     : "not inside memory registered with it");
+		write_refused(call, addr, total, err);
 	q->nseg = 0;
 	q->niov = 1;
 	q->data = 0;
@@ -897,11 +1117,12 @@ head_put(const char *call, const void *addr, const void *src, size_t len)
 	if (len > data_max())
 		rw_die(call, addr,
 		       "a %zu-byte pool head does not fit one request", len);
-	m = (struct prw_msg){.op = PRW_OP_HEAD, .seq = ++req_seq};
+	m = (struct prw_msg){.op = 0};
 	iov[0] = (struct iovec){&m, sizeof(m)};
 	iov[1] = (struct iovec){(void *)src, len};
 	mh = (struct msghdr){.msg_iov = iov, .msg_iovlen = 2};
-	err = transact(call, addr, &mh, sizeof(m) + len);
+	err = transact(call, addr, &mh, sizeof(m) + len, PRW_OP_HEAD, ECHO_NONE,
+		       0, 0, 0);
 	if (err)
 		rw_die(call, addr,
 		       "the process backend's helper refused the new pool's "
@@ -910,25 +1131,96 @@ head_put(const char *call, const void *addr, const void *src, size_t len)
 		       strerror(-err));
 }
 
-/* The locks first (inline: the arguments stay in registers through their
- * waits), then the arguments checked against the table and put straight
- * into the request: no segment on the stack from the check to the request
- * (27i: a 3-byte copy made 16 there ran over into the next protected
- * object). The request itself is built in memory, as sendmsg(2) needs it,
- * with no blocking point until the kernel has copied it. */
-static void process_write_one(const struct rw_region *r, const char *call,
-			      void *dst, const void *src, size_t len, int fill)
+/*
+ * One aligned 1, 2, 4 or 8-byte write of @v (@len bytes) at @a, req_lock
+ * held and @a checked: the request is built here, inline, from the
+ * registers the check used, and the helper's echo of what it applied is
+ * compared with those registers (not with the request, which sat in
+ * memory until sendmsg(2) copied it, where a store could redirect it:
+ * scribbler 15a, 15b). A difference kills the process: the write the
+ * helper made instead dies with it.
+ */
+static inline __attribute__((always_inline)) void
+unit_put(const char *call, uint64_t al, uint64_t v)
+{
+	uintptr_t a;
+	size_t len;
+	struct {
+		struct prw_msg m;
+		struct prw_seg seg;
+		union {
+			uint8_t u8;
+			uint16_t u16;
+			uint32_t u32;
+			uint64_t u64;
+		} data; /* the unit at the data's start, in native order */
+	} u;
+	struct iovec iov;
+	struct msghdr mh;
+	int err;
+
+	/* Computed here, from the register: not a copy the compiler made for
+	 * the check before and kept on the stack since. */
+	rw_in_register(al);
+	a = al & UNIT_ADDR;
+	len = al >> UNIT_SHIFT;
+	u.m = (struct prw_msg){.nseg = 1};
+	u.seg = (struct prw_seg){.dst = a, .len = len};
+	switch (len) {
+	case 1:
+		u.data.u8 = (uint8_t)v;
+		break;
+	case 2:
+		u.data.u16 = (uint16_t)v;
+		break;
+	case 4:
+		u.data.u32 = (uint32_t)v;
+		break;
+	default:
+		u.data.u64 = v;
+	}
+	iov = (struct iovec){&u, sizeof(u.m) + sizeof(u.seg) + len};
+	mh = (struct msghdr){.msg_iov = &iov, .msg_iovlen = 1};
+	/* From here @al and @v are only compared: named once more as
+	 * registers, so that a compiler that spilled the copies it used for
+	 * the request does not compare with those. */
+	__asm__ volatile("" : "+r"(al), "+r"(v));
+	err = transact(call, (void *)a, &mh, sizeof(u.m) + sizeof(u.seg) + len,
+		       PRW_OP_WRITE, ECHO_UNIT, al, 0, v);
+	if (err)
+		write_refused(call, (void *)a, len, err);
+}
+
+/* Unlock and die: a write whose region changed while it waited. */
+static __attribute__((noreturn, noinline, cold)) void moved(const char *call,
+							    uintptr_t a)
+{
+	rw_reglock_write_unlock(&req_lock);
+	rw_reglock_read_unlock(&write_lock);
+	rw_seg_moved(call, (void *)a);
+}
+
+/*
+ * Any write but an aligned 1, 2, 4 or 8-byte one: the locks first (inline:
+ * the arguments stay in registers through their waits), then the
+ * arguments checked against the table and put straight into a request of
+ * segments (req_add(), req_flush()): no segment on the stack from the
+ * check to the request (27i: a 3-byte copy made 16 there ran over into the
+ * next protected object). The request itself is built in memory, as
+ * sendmsg(2) needs it, with no blocking point until the kernel has copied
+ * it; req_flush() compares the helper's echo with a digest of it.
+ */
+static __attribute__((noinline)) void
+process_write_segs(const struct rw_region *r, const char *call, void *dst,
+		   const void *src, size_t len, int fill)
 {
 	struct req q;
 
 	rw_reglock_read(&write_lock);
 	rw_reglock_write(&req_lock);
 	/* Inline, no call that would save @dst for a store to move. */
-	if (!rw_region_holds(r, &rw_backend_process, (uintptr_t)dst, len)) {
-		rw_reglock_write_unlock(&req_lock);
-		rw_reglock_read_unlock(&write_lock);
-		rw_seg_moved(call, dst);
-	}
+	if (!rw_region_holds(r, &rw_backend_process, (uintptr_t)dst, len))
+		moved(call, (uintptr_t)dst);
 	/* The start of a pool whose bookkeeping is open: only a new pool's
 	 * head goes there (rw_region_create()), and it goes as a HEAD. Loads
 	 * of the table's record, no call, no system call. */
@@ -940,6 +1232,46 @@ static void process_write_one(const struct rw_region *r, const char *call,
 		req_add(call, &q, (uintptr_t)dst, src, len, fill);
 		req_flush(call, dst, &q);
 	}
+	rw_reglock_write_unlock(&req_lock);
+	rw_reglock_read_unlock(&write_lock);
+}
+
+/*
+ * An aligned 1, 2, 4 or 8-byte write (rare_write(), rare_write_add())
+ * goes by unit_put(): its value loaded first (as mprotect's and
+ * shadow's), then the locks (inline), the check against the table, the
+ * request built from the registers the check used and the helper's echo
+ * compared with them, with no call from the check to the comparison: a
+ * callee would save them where another thread rewrites them (15a, 15b,
+ * 25c). A unit write at the start of a pool being created goes as a
+ * WRITE too (a new pool's head is longer): were its destination moved in
+ * the request, the echo would not match and the call would die (27n).
+ * Any other write is process_write_segs()'s.
+ */
+static void process_write_one(const struct rw_region *r, const char *call,
+			      void *dst, const void *src, size_t len, int fill)
+{
+	uint64_t al = (uintptr_t)dst | (uint64_t)len << UNIT_SHIFT, v;
+
+	if (!RW_RAWSYS_INLINE || !rw_is_unit((uintptr_t)dst, len) ||
+	    (uintptr_t)dst > UNIT_ADDR) {
+		process_write_segs(r, call, dst, src, len, fill);
+		return;
+	}
+	v = src ? rw_load_unit(src, len)
+		: 0x0101010101010101ULL * (unsigned char)fill;
+	if (len < 8)
+		v &= (1ULL << (8 * len)) - 1;
+	/* Destination and length in one register from here (UNIT_SHIFT). */
+	rw_in_register(r);
+	rw_in_register(al);
+	rw_in_register(v);
+	rw_reglock_read(&write_lock);
+	rw_reglock_write(&req_lock);
+	if (!rw_region_holds(r, &rw_backend_process, al & UNIT_ADDR,
+			     al >> UNIT_SHIFT))
+		moved(call, al & UNIT_ADDR);
+	unit_put(call, al, v);
 	rw_reglock_write_unlock(&req_lock);
 	rw_reglock_read_unlock(&write_lock);
 }

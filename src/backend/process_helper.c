@@ -103,6 +103,13 @@ static uint32_t h_answered; /* the program's requests answered */
 /* What the last ADD mapped or WIPE zeroed, told in its answer (0:
  * nothing). */
 static uint64_t h_added_dev, h_added_ino;
+/* The echo of the request being answered (struct prw_answer): its seq and
+ * op, and what a WRITE applied. */
+static struct {
+	uint64_t seq;
+	uint32_t op, nseg;
+	uint64_t dst, len, data, total, digest;
+} h_echo;
 
 static struct helper_region *region_by_addr(uintptr_t dst, uint64_t len)
 {
@@ -165,6 +172,24 @@ static int handle_write(size_t n)
 	}
 	if (used != avail)
 		return -EINVAL;
+	/* What is applied, for the answer: the program compares it with
+	 * what it meant to send (a store may have rewritten the request in
+	 * its memory before sendmsg(2)). */
+	h_echo.nseg = m->nseg;
+	h_echo.dst = segs[0].dst;
+	h_echo.len = segs[0].len;
+	if (segs[0].flags & PRW_SEG_FILL) {
+		uint64_t v =
+			0x0101010101010101ULL * (unsigned char)segs[0].fill;
+
+		h_echo.data = segs[0].len >= 8
+				      ? v
+				      : v & ((1ULL << (8 * segs[0].len)) - 1);
+	} else {
+		h_echo.data = prw_unit(data, segs[0].len);
+	}
+	h_echo.total = used;
+	h_echo.digest = prw_digest(segs, m->nseg);
 	for (unsigned i = 0; i < m->nseg; i++) {
 		const struct prw_seg *g = &segs[i];
 
@@ -190,9 +215,10 @@ static int handle_write(size_t n)
  * pool zeroed again; a write is longer than a WIPE, refused), or this one
  * into another, whose answer names no zeroed memfd: the client dies. (A
  * store into its iovec, pointing it at a request of the attacker's, is
- * every request's exposure before sendmsg(2): 15a, open on process.) 0,
- * or -ENOENT (no destroy of a sealed pool of ours in progress) with
- * nothing written. The answer names the zeroed memfd, which the client
+ * every request's exposure before sendmsg(2): that request is served,
+ * and its echo names another op or seq than the client sent, which then
+ * dies: 15a.) 0, or -ENOENT (no destroy of a sealed pool of ours in progress)
+ * with nothing written. The answer names the zeroed memfd, which the client
  * compares with the record's descriptor.
  */
 static int handle_wipe(void)
@@ -223,7 +249,8 @@ static int handle_wipe(void)
  * reads the head back and aborts) or the op (every other op is refused at
  * a HEAD's length; the client dies). A store into the iovec, pointing it
  * at a request of the attacker's, is the exposure every request has in
- * the few instructions before sendmsg(2) (15a, open on process).
+ * the few instructions before sendmsg(2): that request is served, and its
+ * echo (op, seq) or the head read back differs, and the client dies (15a).
  */
 static int handle_head(size_t n)
 {
@@ -434,6 +461,14 @@ static void answer(int err, uint32_t cpu)
 	__atomic_store_n(&h_answer->dev, h_added_dev, __ATOMIC_RELAXED);
 	__atomic_store_n(&h_answer->ino, h_added_ino, __ATOMIC_RELAXED);
 	h_added_dev = h_added_ino = 0;
+	__atomic_store_n(&h_answer->seq, h_echo.seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&h_answer->op, h_echo.op, __ATOMIC_RELAXED);
+	__atomic_store_n(&h_answer->nseg, h_echo.nseg, __ATOMIC_RELAXED);
+	__atomic_store_n(&h_answer->dst, h_echo.dst, __ATOMIC_RELAXED);
+	__atomic_store_n(&h_answer->len, h_echo.len, __ATOMIC_RELAXED);
+	__atomic_store_n(&h_answer->data, h_echo.data, __ATOMIC_RELAXED);
+	__atomic_store_n(&h_answer->total, h_echo.total, __ATOMIC_RELAXED);
+	__atomic_store_n(&h_answer->digest, h_echo.digest, __ATOMIC_RELAXED);
 	__atomic_store_n(&h_answer->err, err, __ATOMIC_RELAXED);
 	__atomic_store_n(&h_answer->cpu, cpu, __ATOMIC_RELAXED);
 	__atomic_store_n(&h_answer->count, count, __ATOMIC_RELEASE);
@@ -470,6 +505,14 @@ static __attribute__((noreturn)) void serve(void)
 		if (n < 0)
 			sys_exit(1);
 		take_cmsgs(&mh, &sender, &fd);
+		memset(&h_echo, 0, sizeof(h_echo));
+		if ((size_t)n >= sizeof(struct prw_msg)) {
+			memcpy(&h_echo.seq,
+			       h_buf + offsetof(struct prw_msg, seq),
+			       sizeof(h_echo.seq));
+			memcpy(&h_echo.op, h_buf + offsetof(struct prw_msg, op),
+			       sizeof(h_echo.op));
+		}
 		err = serve_one((size_t)n, &mh, sender, fd);
 		if (fd >= 0)
 			rw_sys(SYS_close, fd, 0, 0); /* a mapping outlives it */

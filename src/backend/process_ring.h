@@ -11,7 +11,10 @@
  * and no shared bulk area. The helper still trusts none of a message: it
  * checks every destination against its own table of registered regions
  * (helper memory, which the program cannot reach) and applies a write whole
- * or not at all.
+ * or not at all. Until the system call the request is in the program's
+ * memory, where a store can rewrite it: the helper echoes what it read in
+ * its answer (struct prw_answer), and the program compares that with what
+ * it meant to send and dies on a difference.
  *
  * The helper's end has SO_PASSCRED: the kernel attaches the sender's pid to
  * every message, and the helper serves only the program's (a child made by
@@ -85,7 +88,7 @@ struct prw_seg {
 struct prw_msg {
 	uint32_t op;
 	uint32_t nseg;	/* WRITE */
-	uint64_t seq;	/* the program's request number (not echoed) */
+	uint64_t seq;	/* the program's request number (echoed) */
 	uint64_t id;	/* region id (ADD, DEL) */
 	uint64_t start; /* program address of the region (ADD) */
 	uint64_t len;	/* bytes (ADD) */
@@ -109,8 +112,78 @@ struct prw_answer {
 	 * the one it zeroed (0 else). */
 	uint64_t dev;
 	uint64_t ino;
+	/*
+	 * The echo: what the helper read and did for the request it answers,
+	 * for the program to compare with what it meant to send (the values
+	 * it holds in registers). A request sits in the program's memory
+	 * until sendmsg(2) copies it, where a store can rewrite it or point
+	 * the iovec at another (attacks 15a, 15b): the helper would apply
+	 * that one, and the program now dies instead of returning.
+	 */
+	uint64_t seq;	 /* the request's seq (any op) */
+	uint32_t op;	 /* its op */
+	uint32_t nseg;	 /* a WRITE's segments (0 else) */
+	uint64_t dst;	 /* a WRITE's first segment: destination, */
+	uint64_t len;	 /* length, */
+	uint64_t data;	 /* first min(len, 8) bytes (prw_unit()) */
+	uint64_t total;	 /* a WRITE's data bytes */
+	uint64_t digest; /* prw_digest() of a WRITE's segments */
 };
 #define PRW_ANSWER_BIT(count) (1u << ((count)&31u))
+
+/* The first min(@len, 8) bytes at @p as a number: the 1, 2, 4 or 8-byte
+ * unit a single write stores (a native load, as rw_load_unit()), else
+ * the bytes in memory order, zero above. Both sides compute it alike. */
+static inline uint64_t prw_unit(const void *p, uint64_t len)
+{
+	const unsigned char *b = p;
+	uint8_t u8;
+	uint16_t u16;
+	uint32_t u32;
+	uint64_t v = 0;
+
+	switch (len) {
+	case 1:
+		__builtin_memcpy(&u8, p, 1);
+		return u8;
+	case 2:
+		__builtin_memcpy(&u16, p, 2);
+		return u16;
+	case 4:
+		__builtin_memcpy(&u32, p, 4);
+		return u32;
+	case 8:
+		__builtin_memcpy(&v, p, 8);
+		return v;
+	}
+	for (unsigned i = 0; i < len && i < 8; i++)
+		v |= (uint64_t)b[i] << (8 * i);
+	return v;
+}
+
+/* One step of the segment digest (not cryptographic: it catches a
+ * request rewritten at random, not one crafted to collide). */
+static inline uint64_t prw_mix(uint64_t h, uint64_t v)
+{
+	h ^= v;
+	h *= 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 29);
+}
+
+/* The digest of @n segments: destination, length, flags and fill of each,
+ * in order (their data are not in it). */
+static inline uint64_t prw_digest(const struct prw_seg *segs, unsigned n)
+{
+	uint64_t h = n;
+
+	for (unsigned i = 0; i < n; i++) {
+		h = prw_mix(h, segs[i].dst);
+		h = prw_mix(h, segs[i].len);
+		h = prw_mix(h, segs[i].flags | (uint64_t)(uint32_t)segs[i].fill
+						       << 32);
+	}
+	return h;
+}
 
 /* keeper -> program, on the socket (below). */
 struct prw_reply {

@@ -303,7 +303,8 @@ static int tracer(pid_t child, const struct figures *f)
 			return 2;
 		/*
 		 * The process backend waits for its answer with one shared
-		 * FUTEX_WAIT_BITSET (no lock of the library's or the C
+		 * FUTEX_WAIT (relative timeout: no clock read; before that
+		 * a FUTEX_WAIT_BITSET; no lock of the library's or the C
 		 * library's is a shared futex), and only when the answer is
 		 * not there yet: whether it does depends on timing, so those
 		 * waits are counted apart, at most one per operation. One
@@ -327,7 +328,8 @@ static int tracer(pid_t child, const struct figures *f)
 			continue;
 		last_nr = (long)info.entry.nr;
 		last_wait = info.entry.nr == SYS_futex &&
-			    info.entry.args[1] == FUTEX_WAIT_BITSET;
+			    (info.entry.args[1] == FUTEX_WAIT ||
+			     info.entry.args[1] == FUTEX_WAIT_BITSET);
 		if (counting && last_wait) {
 			waits++;
 			continue;
