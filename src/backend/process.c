@@ -41,7 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/rseq.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -182,23 +181,13 @@ static __attribute__((noreturn)) void helper_died(const char *call,
 	helper_ended(call, addr, NULL);
 }
 
-/* The CPU we run on, or UINT32_MAX; a hint. Inline, no call: from the
- * kernel's rseq area of this thread (glibc registers it), as the helper
- * reads its own; without rseq (valgrind) none, and the caller sleeps at
- * once. */
+/* The CPU we run on, or UINT32_MAX; a hint. Inline, no call; without
+ * rseq none, and the caller sleeps at once. */
 static inline __attribute__((always_inline)) uint32_t cur_cpu(void)
 {
-	if (__rseq_size) {
-		const struct rseq *rs =
-			(const void *)((char *)__builtin_thread_pointer() +
-				       __rseq_offset);
-		int32_t id =
-			(int32_t)__atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
+	int32_t id = prw_rseq_cpu();
 
-		if (id >= 0)
-			return (uint32_t)id;
-	}
-	return UINT32_MAX;
+	return id >= 0 ? (uint32_t)id : UINT32_MAX;
 }
 
 /* Poll for the answer before sleeping: only while the helper runs on

@@ -54,7 +54,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/rseq.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -433,22 +432,10 @@ static int serve_one(size_t n, const struct msghdr *mh, pid_t sender, int fd)
 static uint32_t my_cpu(void)
 {
 	unsigned cpu = UINT32_MAX;
+	int32_t id = prw_rseq_cpu(); /* no system call per answer */
 
-	/* Without a system call per answer: the kernel keeps the CPU number
-	 * in the thread's rseq area, whose registration the clone inherited.
-	 * Not the vDSO's LSL/RDPID: valgrind, which make stress runs us
-	 * under, cannot execute them; it refuses rseq, so __rseq_size is 0
-	 * there. */
-	if (__rseq_size) {
-		const struct rseq *rs =
-			(const void *)((char *)__builtin_thread_pointer() +
-				       __rseq_offset);
-		int32_t id =
-			(int32_t)__atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
-
-		if (id >= 0)
-			return (uint32_t)id;
-	}
+	if (id >= 0)
+		return (uint32_t)id;
 	return rw_sys(SYS_getcpu, &cpu, 0, 0) ? UINT32_MAX : cpu;
 }
 

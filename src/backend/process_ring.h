@@ -40,6 +40,7 @@
 #define RAREWRITE_PROCESS_RING_H
 
 #include <stdint.h>
+#include <sys/rseq.h>
 
 #define PRW_PAGE 4096u
 #define PRW_MAX_SEGS 256u /* segments in one request */
@@ -130,6 +131,23 @@ struct prw_answer {
 	uint64_t digest; /* prw_digest() of a WRITE's segments */
 };
 #define PRW_ANSWER_BIT(count) (1u << ((count)&31u))
+
+/*
+ * The CPU this thread runs on, from the kernel's rseq area (glibc registers
+ * it; a clone inherits the registration), or -1: inline, no call and no
+ * system call, for the hint each side gives the other. Not the vDSO's
+ * LSL/RDPID: valgrind, which make stress runs us under, cannot execute
+ * them; it refuses rseq, so __rseq_size is 0 there.
+ */
+static inline __attribute__((always_inline)) int32_t prw_rseq_cpu(void)
+{
+	const struct rseq *rs;
+
+	if (!__rseq_size)
+		return -1;
+	rs = (const void *)((char *)__builtin_thread_pointer() + __rseq_offset);
+	return (int32_t)__atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
+}
 
 /* The first min(@len, 8) bytes at @p as a number: the 1, 2, 4 or 8-byte
  * unit a single write stores (a native load, as rw_load_unit()), else
