@@ -22,8 +22,13 @@ COPYRELOC_BINS := $(B)/tests/copyreloc $(B)/tests/copyreloc-nopie \
 COPYRELOC_LINK = $(USER_LDFLAGS) -L$(B) -L$(B)/tests -ldso -lrarewrite \
 	-Wl,-rpath,'$$ORIGIN/..' -Wl,-rpath,'$$ORIGIN'
 
+# GCC's PIE reaches another object's variable directly, so the linker
+# copies it; clang's goes through the GOT unless told otherwise, and the
+# copy this program exists to show would not be there.
+DIRECT_EXTERN_DATA := $(shell $(CC) -fdirect-access-external-data -x c -c /dev/null \
+	-o /dev/null 2>/dev/null && echo -fdirect-access-external-data)
 $(B)/tests/copyreloc: tests/copyreloc_main.c $(HEADERS) $(B)/tests/libdso.so
-	$(CC) $(USER_CFLAGS) -fPIE -pie $< -o $@ $(COPYRELOC_LINK)
+	$(CC) $(USER_CFLAGS) -fPIE -pie $(DIRECT_EXTERN_DATA) $< -o $@ $(COPYRELOC_LINK)
 
 $(B)/tests/copyreloc-nopie: tests/copyreloc_main.c $(HEADERS) $(B)/tests/libdso.so
 	$(CC) $(USER_CFLAGS) -fno-pie -no-pie $< -o $@ $(COPYRELOC_LINK)
