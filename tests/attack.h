@@ -84,6 +84,8 @@ __attribute__((noreturn)) void attack_report(enum attack_result r,
 /* The attack landed (OPEN), whatever happens next: a later death of the
  * child (a crash the corruption caused) keeps this verdict and note. */
 void attack_landed(const char *what);
+/* Whether a verdict is in the report (a child of this one may write it). */
+bool attack_reported(void);
 /* Report OPEN when @landed, else BLOCKED, with a note. */
 __attribute__((noreturn)) void attack_verdict(bool landed, const char *what);
 

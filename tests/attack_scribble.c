@@ -33,7 +33,10 @@
  * the section is still read-only; an abort by the library counts as held.
  * Each case first runs a control phase with the attacker scanning but not
  * storing: it must hold and must have seen the values (else the case is an
- * error: a scribbler that finds nothing proves nothing).
+ * error: a scribbler that finds nothing proves nothing). The attack runs in
+ * rounds, each a child process: an abort ends its round, held, and the next
+ * round goes on with the calls left, so a check that catches one rewrite
+ * does not hide what the other calls would have let through.
  *
  * SCRIBBLE_CALLS (default 10000) calls per case; each case prints its
  * counts in its note (ATTACK_NOTES=1 make attack-matrix).
@@ -48,6 +51,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -98,6 +102,7 @@ static struct scribbler {
 	volatile int store, stop;
 	volatile unsigned long seen, stores;
 	unsigned long progress; /* calls the victim finished */
+	struct rounds *rounds;	/* the attack's rounds (NULL: one process) */
 } sc;
 
 /* ---- what the attacker can reach ---- */
@@ -448,6 +453,17 @@ static unsigned long nr_calls(void)
 	return e ? strtoul(e, NULL, 0) : 10000;
 }
 
+/*
+ * The attack's rounds (attack_rounds()), shared with each round's process:
+ * the counts of the rounds before, and the running round's, published
+ * after each call, so that what a round did before its abort is counted.
+ */
+struct rounds {
+	struct timespec deadline; /* the attack's budget, over all rounds */
+	unsigned long calls, stores, aborts, crashes;
+	unsigned long round_calls, round_stores;
+};
+
 struct victim {
 	void (*call)(unsigned long i);
 	uintptr_t lo;
@@ -520,14 +536,18 @@ static void unmark(void)
  * child's alarm(). */
 static struct timespec budget_end;
 
-static bool budget_spent(void)
+static bool budget_spent_at(const struct timespec *end)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec > budget_end.tv_sec ||
-	       (ts.tv_sec == budget_end.tv_sec &&
-		ts.tv_nsec >= budget_end.tv_nsec);
+	return ts.tv_sec > end->tv_sec ||
+	       (ts.tv_sec == end->tv_sec && ts.tv_nsec >= end->tv_nsec);
+}
+
+static bool budget_spent(void)
+{
+	return budget_spent_at(&budget_end);
 }
 
 __attribute__((noinline)) static void victim_loop(struct victim *v)
@@ -538,6 +558,12 @@ __attribute__((noinline)) static void victim_loop(struct victim *v)
 	     i++) {
 		v->call(i);
 		__atomic_store_n(&sc.progress, i + 1, __ATOMIC_RELAXED);
+		if (sc.rounds) {
+			__atomic_store_n(&sc.rounds->round_calls, chk.calls,
+					 __ATOMIC_RELAXED);
+			__atomic_store_n(&sc.rounds->round_stores, sc.stores,
+					 __ATOMIC_RELAXED);
+		}
 	}
 	unmark();
 }
@@ -575,6 +601,8 @@ static void run(void (*call)(unsigned long), unsigned long n, bool store)
 	/* The control's budget stays whole: it must see the calls. */
 	budget_end.tv_sec += store ? (time_t)attack_budget(STORE_BUDGET_S)
 				   : CONTROL_BUDGET_S;
+	if (store && sc.rounds)
+		budget_end = sc.rounds->deadline;
 	pthread_attr_init(&at);
 	pthread_attr_setstacksize(&at, 256u << 10);
 	if (pthread_create(&a, NULL, attacker, NULL) ||
@@ -615,6 +643,67 @@ static void run(void (*call)(unsigned long), unsigned long n, bool store)
 	pthread_attr_destroy(&at);
 }
 
+/*
+ * The attack, @n calls in rounds: each round a child process that runs the
+ * calls left, until they are done or the budget is spent. A round that the
+ * library aborts (SIGABRT: one of its checks caught a rewrite) or that the
+ * rewrites crash counts its calls as held and the next one goes on. A
+ * round's own verdict (a landing, a deadlock) is the case's: it is in the
+ * shared report already, and this process ends with it. Returns the
+ * counts of all rounds in chk.calls and sc.stores.
+ */
+static void attack_rounds(void (*call)(unsigned long), unsigned long n)
+{
+	struct rounds *r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE,
+				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (r == MAP_FAILED)
+		attack_report(ATTACK_ERROR, "mmap: %s", strerror(errno));
+	memset(r, 0, sizeof(*r));
+	clock_gettime(CLOCK_MONOTONIC, &r->deadline);
+	r->deadline.tv_sec += (time_t)attack_budget(STORE_BUDGET_S);
+	sc.rounds = r;
+	do {
+		int status;
+		pid_t pid;
+
+		r->round_calls = r->round_stores = 0;
+		pid = fork();
+		if (pid < 0)
+			attack_report(ATTACK_ERROR, "fork: %s",
+				      strerror(errno));
+		if (!pid) {
+			run(call, n - r->calls, true);
+			if (chk.landed)
+				attack_report(ATTACK_OPEN,
+					      "%lu of %lu calls of a round; "
+					      "first: %s; %lu rewrites",
+					      chk.landed, chk.calls, chk.first,
+					      sc.stores);
+			r->round_calls = chk.calls;
+			r->round_stores = sc.stores;
+			_exit(0);
+		}
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		if (attack_reported())
+			_exit(0);
+		r->calls += r->round_calls;
+		r->stores += r->round_stores;
+		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT)
+			r->aborts++;
+		else if (WIFSIGNALED(status))
+			r->crashes++;
+		else if (!WIFEXITED(status) || WEXITSTATUS(status))
+			attack_report(ATTACK_ERROR,
+				      "a round ended with status %#x", status);
+		else
+			break; /* its calls done, or the budget spent */
+	} while (r->calls < n && !budget_spent_at(&r->deadline));
+	chk.calls = r->calls;
+	sc.stores = r->stores;
+}
+
 /* Control phase, then the attack; the verdict with its counts. */
 static void scribble_case(const char *what, void (*call)(unsigned long))
 {
@@ -635,7 +724,10 @@ static void scribble_case(const char *what, void (*call)(unsigned long))
 		attack_landed("the victim died under the attack (an abort or a "
 			      "crash: a call used what the swapped ops pointer "
 			      "named; run with RAREWRITE_TEST_VERBOSE=1)");
-	run(call, n, true);
+	if (sc.die_lands)
+		run(call, n, true);
+	else
+		attack_rounds(call, n);
 	/* Values seen in either run: a scribbler that found none of them
 	 * proves nothing (an error, not a pass). */
 	if (!sc.seen && !chk.landed)
@@ -646,6 +738,13 @@ static void scribble_case(const char *what, void (*call)(unsigned long))
 			      "%s: %lu of %lu calls; first: %s; %lu rewrites",
 			      what, chk.landed, chk.calls, chk.first,
 			      sc.stores);
+	if (sc.rounds && (sc.rounds->aborts || sc.rounds->crashes))
+		attack_report(ATTACK_BLOCKED,
+			      "%s: %lu calls held, %lu rewrites; rounds "
+			      "ended by a library abort: %lu, by a crash: %lu "
+			      "(control: %lu values seen, held)",
+			      what, chk.calls, sc.stores, sc.rounds->aborts,
+			      sc.rounds->crashes, seen);
 	attack_report(ATTACK_BLOCKED,
 		      "%s: %lu calls held, %lu rewrites (control: %lu values "
 		      "seen, held)",

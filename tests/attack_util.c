@@ -79,6 +79,14 @@ void attack_report(enum attack_result r, const char *fmt, ...)
 	_exit(0);
 }
 
+/* Whether a verdict is in the report already (a child of the attack
+ * child's may have written it). */
+bool attack_reported(void)
+{
+	return __atomic_load_n(&report->result, __ATOMIC_SEQ_CST) !=
+	       ATTACK_UNSET;
+}
+
 void attack_landed(const char *what)
 {
 	if (__atomic_load_n(&report->result, __ATOMIC_SEQ_CST) != ATTACK_UNSET)
