@@ -363,6 +363,9 @@ static unsigned long next_token = 1;
 				    __ATOMIC_RELAXED))
 #define REQ_LEN                                                                \
 	((size_t)__atomic_load_n(&rw_table.map_request.len, __ATOMIC_RELAXED))
+#define REQ_VIEW                                                               \
+	((uintptr_t)__atomic_load_n(&rw_table.map_request.view,                \
+				    __ATOMIC_RELAXED))
 
 /*
  * Record @addr and @len as the map in progress, maps_lock held: through
@@ -399,25 +402,26 @@ map_request_put(uintptr_t addr, size_t len)
 	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
 	    !RW_RAWSYS_INLINE) {
 		struct rw_region_request {
-			uint64_t addr, len, caller;
-		} req = {addr, len, (uint64_t)caller};
+			uint64_t addr, len, caller, view;
+		} req = {addr, len, (uint64_t)caller, 0};
 
 		rw_table_store(&rw_table.map_request, &req, sizeof(req));
 		return;
 	}
 #if RW_RAWSYS_INLINE
 	__asm__ volatile("sub $128, %%rsp\n\t" /* the red zone */
+			 "push $0\n\t"	       /* no view yet */
 			 "push %[caller]\n\t"
 			 "push %[len]\n\t"
 			 "push %[addr]\n\t"
 			 "mov %k[fd], %%edi\n\t"
 			 "mov %%rsp, %%rsi\n\t"
-			 "mov $24, %%edx\n\t"
+			 "mov $32, %%edx\n\t"
 			 "mov %[off], %%r10\n\t"
 			 "mov %[nr], %%eax\n\t"
 			 "syscall\n\t"
-			 "add $152, %%rsp\n\t"
-			 "cmp $24, %%rax\n\t"
+			 "add $160, %%rsp\n\t"
+			 "cmp $32, %%rax\n\t"
 			 "jne 1f\n\t"
 			 "xor %%eax, %%eax\n\t"
 			 "cmp %[addr], (%[at])\n\t"
@@ -425,6 +429,8 @@ map_request_put(uintptr_t addr, size_t len)
 			 "cmp %[len], 8(%[at])\n\t"
 			 "jne 1f\n\t"
 			 "cmp %[caller], 16(%[at])\n\t"
+			 "jne 1f\n\t"
+			 "cmpq $0, 24(%[at])\n\t"
 			 "je 2f\n"
 			 "1:\tmov $1, %%eax\n"
 			 "2:"
@@ -442,6 +448,79 @@ map_request_put(uintptr_t addr, size_t len)
 		rw_die("rare_write_map", (void *)addr,
 		       "the map's request changed on its way to the table (a "
 		       "store into the caller's stack?)");
+}
+
+/*
+ * Put @view, as the backend's map() returned it, into the request, and
+ * compare after, as map_request_put(): called right after map() with
+ * nothing in between, so the view reaches the table from the register it
+ * came back in. Kept in a local across maps_insert()'s calls, it came
+ * back from their frames, where a store could make the record, and so
+ * unmap, release memory the backend never handed out (15e).
+ */
+static inline __attribute__((always_inline)) void map_view_put(uintptr_t view)
+{
+	long bad = 0;
+
+	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
+	    !RW_RAWSYS_INLINE) {
+		rw_table_store(&rw_table.map_request.view, &view, sizeof(view));
+		bad = REQ_VIEW != view;
+	}
+#if RW_RAWSYS_INLINE
+	else
+		__asm__ volatile("sub $128, %%rsp\n\t" /* the red zone */
+				 "push %[view]\n\t"
+				 "mov %[fd], %%edi\n\t"
+				 "mov %%rsp, %%rsi\n\t"
+				 "mov $8, %%edx\n\t"
+				 "mov %[off], %%r10\n\t"
+				 "mov %[nr], %%eax\n\t"
+				 "syscall\n\t"
+				 "add $136, %%rsp\n\t"
+				 "cmp $8, %%rax\n\t"
+				 "jne 1f\n\t"
+				 "xor %%eax, %%eax\n\t"
+				 "cmp %[view], (%[at])\n\t"
+				 "je 2f\n"
+				 "1:\tmov $1, %%eax\n"
+				 "2:"
+				 : "=&a"(bad)
+				 : [fd] "m"(rw_table.vault_fd),
+				   [at] "r"(&rw_table.map_request.view),
+				   [off] "i"(__builtin_offsetof(
+					   struct rw_table, map_request.view)),
+				   [view] "r"(view), [nr] "i"(SYS_pwrite64)
+				 : "rdi", "rsi", "rdx", "r10", "rcx", "r11",
+				   "memory", "cc");
+#endif
+	if (bad || !view)
+		rw_die("rare_write_map", (void *)REQ_ADDR,
+		       "the view changed on its way to the table (a store "
+		       "into the caller's stack?)");
+}
+
+/*
+ * The view of the map in progress, from the table (maps_lock held): the
+ * address itself on plain memory and on a backend that opens it in place,
+ * else what its map() handed back (map_view_put()). Whether the region is
+ * protected is the table's too: it does not change under maps_lock (init
+ * takes it), and a local across the calls before could be rewritten into
+ * a record whose unmap never calls the backend's, or calls it for a view
+ * it never handed out.
+ */
+static uintptr_t map_view(bool *backend)
+{
+	const struct rw_region *r = rw_region_lookup((void *)REQ_ADDR);
+
+	*backend = r && __atomic_load_n(&r->protected_, __ATOMIC_ACQUIRE);
+	if (!*backend || r->backend->map_in_place)
+		return REQ_ADDR;
+	if (!REQ_VIEW)
+		rw_die("rare_write_map", (void *)REQ_ADDR,
+		       "the backend was not asked for a view (a store into "
+		       "the caller's stack?)");
+	return REQ_VIEW;
 }
 
 /*
@@ -464,13 +543,15 @@ map_request_mine(const char *call)
 		       "ran (a store released maps_lock?)");
 }
 
-/* Record the map in progress (the request, @view, a token) in a slot,
+/* Record the map in progress (the request, its view, a token) in a slot,
  * then check the slot against the request: both in the table, so a store
  * into the record's copy on the stack is caught. maps_lock held. */
-static unsigned long maps_insert(uintptr_t view, bool backend)
+static unsigned long maps_insert(void)
 {
 	struct open_map *slot = NULL;
 	unsigned long token;
+	bool backend;
+	uintptr_t view = map_view(&backend);
 
 	for (size_t i = 0; i < rw_table.nr_maps; i++)
 		if (!rw_table.maps[i].token) {
@@ -494,8 +575,9 @@ static unsigned long maps_insert(uintptr_t view, bool backend)
 		       &(struct open_map){REQ_ADDR, REQ_ADDR + REQ_LEN, view,
 					  token, backend},
 		       sizeof(*slot));
+	view = map_view(&backend);
 	if (slot->start != REQ_ADDR || slot->end != REQ_ADDR + REQ_LEN ||
-	    !slot->token)
+	    !slot->token || slot->view != view || slot->backend != backend)
 		rw_die("rare_write_map", (void *)REQ_ADDR,
 		       "the map's record changed on its way to the table (a "
 		       "store into the caller's stack?)");
@@ -527,7 +609,6 @@ struct rare_write_mapping rare_write_map(void *addr, size_t len)
 	struct rare_write_mapping m;
 	struct rw_region *r;
 	bool protected_;
-	uintptr_t view;
 	unsigned long token;
 	const struct rw_region *seen;
 	bool views = false, need_views;
@@ -596,26 +677,23 @@ again:
 	}
 	if (views)
 		views_held++;
-	view = REQ_ADDR;
-	if (protected_) {
-		/* Found again from the request: @r came back through the
-		 * callees above. */
-		r = rw_region_lookup((void *)REQ_ADDR);
-		view = (uintptr_t)r->backend->map(r, (void *)REQ_ADDR, REQ_LEN);
-		/* A view in place is the address itself: from the table,
-		 * not from what came back through the backend's callees. */
-		r = rw_region_lookup((void *)REQ_ADDR);
-		if (r->backend->map_in_place)
-			view = REQ_ADDR;
-	}
-	token = maps_insert(view, protected_);
-	m = (struct rare_write_mapping){.addr = (void *)view,
+	/* Found again from the request, and whether it is protected from
+	 * the table: @r and @protected_ crossed the callees above. A view of
+	 * its own goes from map()'s return register into the table (one
+	 * pwrite(2) more; in place, the view is the request's address). */
+	r = rw_region_lookup((void *)REQ_ADDR);
+	if (!__atomic_load_n(&r->protected_, __ATOMIC_ACQUIRE))
+		; /* plain memory: the address is the view */
+	else if (r->backend->map_in_place)
+		r->backend->map(r, (void *)REQ_ADDR, REQ_LEN);
+	else
+		map_view_put((uintptr_t)r->backend->map(r, (void *)REQ_ADDR,
+							REQ_LEN));
+	token = maps_insert();
+	m = (struct rare_write_mapping){.addr = (void *)map_view(&protected_),
 					.target = (void *)REQ_ADDR,
 					.len = REQ_LEN,
 					.token = token};
-	if (protected_ &&
-	    rw_region_lookup((void *)REQ_ADDR)->backend->map_in_place)
-		m.addr = m.target;
 	map_request_mine("rare_write_map");
 	rw_reglock_write_unlock(&maps_lock);
 	return m;

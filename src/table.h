@@ -99,9 +99,12 @@ struct rw_table {
 	 * from then on, where no store reaches it (the scribbler, 15e).
 	 * @caller: the stack pointer of the call that put it, checked before
 	 * the call returns: a maps_lock word released by a store let another
-	 * thread's request replace it midway (26c). */
+	 * thread's request replace it midway (26c). @view: the view the
+	 * backend's map() handed back, put from the register it came back in
+	 * (map_view_put()), 0 until then: the record and the handle take it
+	 * from here, where a store cannot move the view unmap releases. */
 	struct {
-		uint64_t addr, len, caller;
+		uint64_t addr, len, caller, view;
 	} map_request;
 	struct open_map maps[RW_MAX_MAPS];
 	/* nested_lock */

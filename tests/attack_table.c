@@ -70,7 +70,7 @@ const struct attack_expect attack_table[] = {
 	{"15b", {B, B, B, B, B}},
 	{"15c", {B, B, B, B, B}},
 	{"15d", {O, O, O, O, O}},
-	{"15e", {O, O, O, O, O}},
+	{"15e", {O, B, B, B, O}},
 	{"15f", {B, NA, NA, B, NA}},
 	{"15g", {B, B, B, B, B}},
 	/* Control from memory the library does not own (21), interposition
@@ -115,6 +115,8 @@ const struct attack_expect attack_table[] = {
 	{"27m", {B, B, B, B, B}},
 	{"27n", {B, B, B, B, B}},
 	{"27o", {B, B, B, B, B}},
+	/* The view a map records, rewritten on its way (attack_map_view.c). */
+	{"27s", {NA, NA, B, NA, NA}},
 	{"27p", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

@@ -422,12 +422,14 @@ static void *pwrite_map(struct rw_region *r, void *addr, size_t len)
 	return rw_staging_copy(addr, len);
 }
 
+/* The commit is a single write, on its path that keeps region, target,
+ * view and length in registers to the system call: a segment built on the
+ * stack here was read again after the lock, and a store there sent the
+ * copy into another pool (15e). */
 static void pwrite_unmap(struct rw_region *r, void *view, void *addr,
 			 size_t len)
 {
-	struct rw_seg seg = {.region = r, .dst = addr, .src = view, .len = len};
-
-	pwrite_write(&seg, 1);
+	pwrite_write_one(r, "rare_write_unmap", addr, view, len, 0);
 	free(view);
 }
 
