@@ -49,6 +49,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,11 +62,18 @@
 #define DS_MARK 0x27a7da7a27a7da7aULL
 #define DS_WAIT_S 5.0 /* the longest the writer stays stopped */
 
-enum ds_case { DS_UNIT, DS_BULK, DS_SEGS, DS_NR };
+enum ds_case { DS_UNIT, DS_BULK, DS_SEGS, DS_MAP, DS_NR };
 
-static const char *const ds_names[DS_NR] = {"rare_write of 8 bytes",
-					    "a 24-byte rare_write_memcpy",
-					    "rare_list_add (segments)"};
+static const char *const ds_names[DS_NR] = {
+	"rare_write of 8 bytes", "a 24-byte rare_write_memcpy",
+	"rare_list_add (segments)", "rare_write_map's view"};
+
+/* A case child's exit status: DS_HELD or DS_LANDED, + DS_SLEPT when the
+ * destroy was seen waiting, + DS_ABORTED when the library aborted after. */
+#define DS_HELD 16
+#define DS_LANDED 17
+#define DS_SLEPT 2
+#define DS_ABORTED 4
 
 static struct {
 	const struct rw_table *table;
@@ -79,7 +87,6 @@ static struct {
 	volatile pid_t destroyer_tid;
 	volatile unsigned stops;      /* calls the supervisor let go on */
 	volatile int destroyer_slept; /* it was seen in futex(2) */
-	unsigned landed, slept;	      /* cases done: bits, count */
 } ds;
 
 static double ds_now(void)
@@ -119,40 +126,29 @@ static bool ds_next_written(void)
 	return false;
 }
 
-/* The verdict on every case so far; @aborted: the last one aborted. */
-static void ds_verdict(bool aborted)
+/* The end of a case child: what the next pool holds. */
+static __attribute__((noreturn)) void ds_exit(bool aborted)
 {
-	char which[160] = "";
-
-	for (int c = 0; c < DS_NR; c++)
-		if (ds.landed & 1u << c)
-			snprintf(which + strlen(which),
-				 sizeof(which) - strlen(which), "%s%s",
-				 *which ? ", " : "", ds_names[c]);
-	if (ds.landed)
-		attack_report(ATTACK_OPEN,
-			      "into a pool being destroyed went into the next "
-			      "pool's memfd (its descriptor reused): %s%s",
-			      which,
-			      aborted ? "; then the library aborted" : "");
-	attack_report(ATTACK_BLOCKED,
-		      "every write went into its own pool (%u of %u destroys "
-		      "waited for the write)%s",
-		      ds.slept, (unsigned)ds.c + 1,
-		      aborted ? "; the segments' write then aborted on the "
-				"pool's record freed under it"
-			      : "");
+	_exit((ds_next_written() ? DS_LANDED : DS_HELD) +
+	      (ds.destroyer_slept ? DS_SLEPT : 0) + (aborted ? DS_ABORTED : 0));
 }
 
-/* The segment case aborts on the segment after the stopped one: whether
- * the stopped one landed first. */
+/* A case that goes on after the stopped call may end there: the segment
+ * path checks the next segment against the record freed under it and
+ * aborts, unmap aborts on a map whose region is gone, or (pwrite, whose
+ * unmap is the stopped call) faults on the region's lookup after the
+ * backend's unmap (core.c). Whether the stopped call landed first. */
 static void ds_abort(int sig)
 {
 	(void)sig;
-	if (ds_next_written())
-		ds.landed |= 1u << ds.c;
-	ds.slept += ds.destroyer_slept;
-	ds_verdict(true);
+	ds_exit(true);
+}
+
+/* Set-up failures in a case child: not a verdict. */
+static __attribute__((noreturn)) void ds_fail(const char *what)
+{
+	fprintf(stderr, "27q %s: %s\n", ds_names[ds.c], what);
+	_exit(1);
 }
 
 /* Stop this thread's system calls that name descriptor @fd to write:
@@ -208,9 +204,16 @@ static void *ds_writer(void *arg)
 	case DS_BULK:
 		rare_write_memcpy(ds.obj, src, sizeof(src));
 		break;
-	default:
+	case DS_SEGS:
 		rare_list_add(ds.obj, ds.head);
 		break;
+	default: {
+		struct rare_write_mapping m = rare_write_map(ds.obj, 8);
+
+		*(volatile uint64_t *)m.addr = DS_MARK;
+		rare_write_unmap(m);
+		break;
+	}
 	}
 	ds.written = 1;
 	return NULL;
@@ -302,53 +305,45 @@ static void *ds_supervisor(void *arg)
 	return NULL;
 }
 
-/* One write into a fresh pool while it is destroyed: whether the next
- * pool got any of it. */
-static bool ds_case(enum ds_case c)
+/* One write into a fresh pool while it is destroyed, in a child of its
+ * own (a case may end in the library's abort): its exit status. */
+static void ds_case_child(enum ds_case c)
 {
 	pthread_t w, s, d;
 	const struct rw_region *r;
 
-	memset((void *)&ds.pool, 0,
-	       offsetof(__typeof__(ds), landed) -
-		       offsetof(__typeof__(ds), pool));
 	ds.c = c;
 	ds.listener = -1;
+	signal(SIGABRT, ds_abort);
+	signal(SIGSEGV, ds_abort);
 	ds.pool = rare_pool_create(DS_POOL);
 	r = ds.pool ? ds_region_of(ds.pool) : NULL;
 	if (!r)
-		attack_report(ATTACK_ERROR, "rare_pool_create failed");
+		ds_fail("rare_pool_create failed");
 	ds.fd = r->fd;
 	/* Bookkeeping written now, before the writer's filter. */
 	ds.obj = rare_alloc(ds.pool, 32);
 	ds.head = rare_alloc(ds.pool, sizeof(*ds.head));
 	if (!ds.obj || !ds.head)
-		attack_report(ATTACK_ERROR, "rare_alloc failed");
+		ds_fail("rare_alloc failed");
 	rare_write(*ds.head, ((struct rare_list_head){ds.head, ds.head}));
 	if (pthread_create(&d, NULL, ds_destroyer, NULL) ||
 	    pthread_create(&s, NULL, ds_supervisor, NULL) ||
 	    pthread_create(&w, NULL, ds_writer, NULL))
-		attack_report(ATTACK_ERROR, "pthread_create failed");
+		ds_fail("pthread_create failed");
 	pthread_join(w, NULL);
 	if (ds.listener == -2)
-		attack_report(ATTACK_ERROR,
-			      "no seccomp listener for the writer: %s",
-			      strerror(errno));
+		ds_fail("no seccomp listener for the writer");
 	pthread_join(s, NULL);
 	pthread_join(d, NULL);
 	r = ds.next ? ds_region_of(ds.next) : NULL;
 	if (!r)
-		attack_report(ATTACK_ERROR, "the next rare_pool_create failed");
+		ds_fail("the next rare_pool_create failed");
 	if (r->fd != ds.fd)
-		attack_report(ATTACK_ERROR,
-			      "the next pool did not reuse the descriptor (%d, "
-			      "not %d): no test",
-			      r->fd, ds.fd);
+		ds_fail("the next pool did not reuse the descriptor: no test");
 	if (!ds.stops)
-		attack_report(ATTACK_ERROR,
-			      "%s made no call on the pool's descriptor",
-			      ds_names[c]);
-	return ds_next_written();
+		ds_fail("no call on the pool's descriptor");
+	ds_exit(false);
 }
 
 ATTACK("27q", destroy_reused_fd,
@@ -357,6 +352,8 @@ ATTACK("27q", destroy_reused_fd,
        "descriptor: the write lands in that pool")
 {
 	const char *b = rare_write_backend();
+	char landed[160] = "";
+	unsigned slept = 0, aborted = 0;
 
 	if (strcmp(b, "shadow") && strcmp(b, "pwrite"))
 		attack_report(ATTACK_NA,
@@ -365,12 +362,42 @@ ATTACK("27q", destroy_reused_fd,
 	ds.table = attack_lib_sym("rw_table");
 	if (!ds.table)
 		attack_report(ATTACK_ERROR, "no rw_table");
-	signal(SIGABRT, ds_abort);
 	attack_begin();
 	for (enum ds_case c = DS_UNIT; c < DS_NR; c++) {
-		if (ds_case(c))
-			ds.landed |= 1u << c;
-		ds.slept += ds.destroyer_slept;
+		int status, v;
+		pid_t pid;
+
+		fflush(NULL);
+		pid = fork();
+		if (pid < 0)
+			attack_report(ATTACK_ERROR, "fork failed");
+		if (!pid) {
+			alarm(30);
+			ds_case_child(c);
+		}
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		v = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		if (v < DS_HELD || v > DS_LANDED + DS_SLEPT + DS_ABORTED)
+			attack_report(ATTACK_ERROR, "case %s ended with %s %d",
+				      ds_names[c],
+				      WIFSIGNALED(status) ? "signal" : "status",
+				      WIFSIGNALED(status) ? WTERMSIG(status)
+							  : v);
+		slept += !!(v & DS_SLEPT);
+		aborted += !!(v & DS_ABORTED);
+		if ((v & ~(DS_SLEPT | DS_ABORTED)) == DS_LANDED)
+			snprintf(landed + strlen(landed),
+				 sizeof(landed) - strlen(landed), "%s%s",
+				 *landed ? ", " : "", ds_names[c]);
 	}
-	ds_verdict(false);
+	if (*landed)
+		attack_report(ATTACK_OPEN,
+			      "into a pool being destroyed went into the next "
+			      "pool's memfd (its descriptor reused): %s",
+			      landed);
+	attack_report(ATTACK_BLOCKED,
+		      "every write went into its own pool (%u of %d destroys "
+		      "waited for the write; %u cases aborted after it)",
+		      slept, (int)DS_NR, aborted);
 }
