@@ -26,29 +26,6 @@ static int shadow_setup(void)
 	return 0;
 }
 
-struct alias {
-	char *base; /* the mapping */
-	size_t len;
-	char *at; /* the alias of the requested address */
-};
-
-static struct alias alias_map(const char *call, const struct rw_region *r,
-			      void *addr, size_t len)
-{
-	uintptr_t first = (uintptr_t)addr & ~(rw_page_size - 1);
-	uintptr_t last = ((uintptr_t)addr + len + rw_page_size - 1) &
-			 ~(rw_page_size - 1);
-	struct alias a = {.len = last - first};
-
-	a.base = mmap(NULL, a.len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd,
-		      (off_t)(first - r->start));
-	if (a.base == MAP_FAILED)
-		rw_die(call, addr, "cannot map a writable alias: %s",
-		       strerror(errno));
-	a.at = a.base + ((uintptr_t)addr - first);
-	return a;
-}
-
 #if RW_RAWSYS_INLINE
 /*
  * Map a writable alias of the page at @off of @fd, store the @len low
@@ -350,12 +327,33 @@ static void shadow_write_one(const struct rw_region *r, const char *call,
 		write_bulk(r, call, (uintptr_t)dst, src, len, fill);
 }
 
-/* The alias itself is the view. The core holds fork() off until unmap
+/*
+ * The alias itself is the view. The core holds fork() off until unmap
  * (fork_waits_for_views), so no fork copies the region half-written and
- * no child inherits the alias. */
+ * no child inherits the alias. Its mmap(2) names r->fd, so it is made as
+ * a write's: under the memfd write lock, the region checked again there,
+ * inline: a destroy closed the descriptor between the core's lookup and
+ * the mmap(2), and the view mapped the next file of that number (27q).
+ */
 static void *shadow_map(struct rw_region *r, void *addr, size_t len)
 {
-	return alias_map("rare_write_map", r, addr, len).at;
+	uintptr_t a = (uintptr_t)addr;
+	uintptr_t first = a & ~(RW_RAWSYS_PAGE - 1);
+	uintptr_t last = (a + len + RW_RAWSYS_PAGE - 1) & ~(RW_RAWSYS_PAGE - 1);
+	long base;
+
+	rw_reglock_read(&rw_memfd_lock);
+	if (!rw_region_holds(r, &rw_backend_shadow, a, len)) {
+		rw_reglock_read_unlock(&rw_memfd_lock);
+		shadow_refused("rare_write_map", addr, len, 0);
+	}
+	base = rw_sys6(SYS_mmap, 0, (long)(last - first),
+		       PROT_READ | PROT_WRITE, MAP_SHARED, r->fd,
+		       (long)(first - r->start));
+	rw_reglock_read_unlock(&rw_memfd_lock);
+	if ((unsigned long)base >= -4095UL)
+		shadow_refused("rare_write_map", addr, len, base);
+	return (void *)(base + (a - first));
 }
 
 static void shadow_unmap(struct rw_region *r, void *view, void *addr,
