@@ -118,5 +118,7 @@ const struct attack_expect attack_table[] = {
 	{"27p", {B, B, B, B, B}},
 	/* A pool destroyed under a write (attack_destroy.c). */
 	{"27q", {NA, B, B, NA, NA}},
+	/* A backend's copy of a segment (attack_inflight.c). */
+	{"27r", {B, O, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
