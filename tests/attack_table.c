@@ -119,6 +119,6 @@ const struct attack_expect attack_table[] = {
 	/* A pool destroyed under a write (attack_destroy.c). */
 	{"27q", {NA, B, B, NA, NA}},
 	/* A backend's copy of a segment (attack_inflight.c). */
-	{"27r", {B, O, B, B, B}},
+	{"27r", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
