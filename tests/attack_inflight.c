@@ -112,6 +112,13 @@
  * saves; the attacker rewrites it to another live pool's record, which
  * is then destroyed in its stead (it leaves the table, or its pages are
  * unmapped under its record).
+ *
+ * 27r (every backend): the list helpers hand their links to the backend
+ * as segments; shadow and pwrite copied each to their stack, checked the
+ * copy and read it again for the store; the attacker points the copy of
+ * the segment that writes the head's link (alone, deeper than the
+ * helper's own array of four) at another live object of the pool, which
+ * the link then overwrites.
  */
 #define _GNU_SOURCE
 #include <errno.h>
