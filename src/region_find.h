@@ -30,4 +30,24 @@ rw_region_find(uintptr_t a, size_t len)
 	return NULL;
 }
 
+/*
+ * Whether @r, a segment's region (read from the caller's memory, as the
+ * segment), is a live record of the table on backend @b that holds
+ * [@a, @a + @len): rw_seg_region()'s check, inline, for the backends
+ * that apply the segment from registers right after it. Bookkeeping
+ * below user_start is included: a pool's records are written as
+ * segments.
+ */
+static inline __attribute__((always_inline)) bool
+rw_seg_holds(const struct rw_region *r, const struct rw_backend *b, uintptr_t a,
+	     size_t len)
+{
+	uintptr_t at = (uintptr_t)r - (uintptr_t)rw_table.regions;
+
+	return at < sizeof(rw_table.regions) && !(at % sizeof(*r)) &&
+	       __atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) != RW_REGION_FREE &&
+	       r->backend == b && r->protected_ && a >= r->start &&
+	       a - r->start < r->len && len <= r->start + r->len - a;
+}
+
 #endif /* RAREWRITE_REGION_FIND_H */

@@ -112,6 +112,13 @@
  * saves; the attacker rewrites it to another live pool's record, which
  * is then destroyed in its stead (it leaves the table, or its pages are
  * unmapped under its record).
+ *
+ * 27r (every backend): the list helpers hand their links to the backend
+ * as segments; shadow and pwrite copied each to their stack, checked the
+ * copy and read it again for the store; the attacker points the copy of
+ * the segment that writes the head's link (alone, deeper than the
+ * helper's own array of four) at another live object of the pool, which
+ * the link then overwrites.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -1603,4 +1610,118 @@ ATTACK("27p", inflight_sealed_zeroes,
 	if_trials(zero_trial, NULL,
 		  "another live pool was zeroed (or destroyed)",
 		  "the other pool's object unchanged");
+}
+
+/* ---- 27r: a backend's copy of a segment, checked and read again ---- */
+
+static struct {
+	struct rare_pool *pool;
+	struct rare_list_head *head, *entry;
+	volatile uint64_t *table; /* another live object of the pool */
+	uint64_t region;	  /* the pool's record in the table */
+} ifc;
+
+static void *seg_victim(void *arg)
+{
+	(void)arg;
+	for (int i = 0;
+	     i < IF_CALLS && !if_trial_over(i) && ifc.table[0] == IF_MAGIC;
+	     i++) {
+		if (i & 1)
+			rare_list_del(ifc.entry);
+		else
+			rare_list_add(ifc.entry, ifc.head);
+	}
+	return NULL;
+}
+
+/* Whether @p holds a segment {region, dst, src, 8, 0} of the pool. */
+__attribute__((no_sanitize_address)) static bool
+seg_of_pool(volatile uint64_t *p)
+{
+	return p >= ifl.lo && p + 4 < ifl.hi && p[0] == ifc.region &&
+	       p[3] == 8 && !(uint32_t)p[4];
+}
+
+/* Whether @p is the head's link segment, alone: not in an array of them
+ * (the helper's four), and below every such array seen (deeper in the
+ * stack: the backend's frame, not the helper's). */
+__attribute__((no_sanitize_address)) static bool
+seg_lone(volatile uint64_t *p, volatile uint64_t *arr)
+{
+	return p[1] == (uint64_t)(uintptr_t)&ifc.head->next && seg_of_pool(p) &&
+	       p + 5 <= arr && !seg_of_pool(p - 5);
+}
+
+/*
+ * A backend's copy of the segment that writes the head's link: its
+ * destination becomes the other object's. Not the list helper's array of
+ * four segments (a store there moves the write too, within what
+ * rw_seg_region() accepts: the caller's array is open, SECURITY.md), so
+ * only a segment alone, deeper in the stack than every array seen. A
+ * pass over the stack now and then, to learn where, and in between only
+ * those places (a pass is slower than the copy lives).
+ */
+__attribute__((no_sanitize_address)) static void *seg_attacker(void *arg)
+{
+	volatile uint64_t *hot[IF_HOT], *arr = ifl.hi;
+	unsigned nr_hot = 0;
+
+	(void)arg;
+	while (!ifl.done) {
+		for (volatile uint64_t *p = ifl.lo + 5; p + 20 < ifl.hi; p++) {
+			unsigned i = 0;
+
+			if (p < arr && seg_of_pool(p) && seg_of_pool(p + 5) &&
+			    seg_of_pool(p + 10) && seg_of_pool(p + 15))
+				arr = p;
+			if (!seg_lone(p, arr))
+				continue;
+			while (i < nr_hot && hot[i] != p)
+				i++;
+			if (i == nr_hot && nr_hot < IF_HOT)
+				hot[nr_hot++] = p;
+		}
+		for (unsigned k = 0; k < 100000 && !ifl.done; k++)
+			for (unsigned i = 0; i < nr_hot; i++)
+				if (seg_lone(hot[i], arr)) {
+					hot[i][1] =
+						(uint64_t)(uintptr_t)ifc.table;
+					ifl.stores++;
+				}
+	}
+	return NULL;
+}
+
+static int seg_trial(void *arg)
+{
+	const struct rw_region *r;
+	struct rare_list_head *node;
+
+	(void)arg;
+	ifb.table = attack_lib_sym("rw_table");
+	ifc.pool = ifb.table ? rare_pool_create(1 << 16) : NULL;
+	r = ifc.pool ? if_region_of(ifc.pool) : NULL;
+	ifc.head = r ? rare_alloc(ifc.pool, 16) : NULL;
+	ifc.entry = ifc.head ? rare_alloc(ifc.pool, 16) : NULL;
+	node = ifc.entry ? rare_alloc(ifc.pool, 16) : NULL;
+	ifc.table = node ? rare_alloc(ifc.pool, 16) : NULL;
+	if (!ifc.table)
+		return IF_BROKEN;
+	ifc.region = (uint64_t)(uintptr_t)r;
+	rare_write(*(uint64_t *)ifc.table, IF_MAGIC);
+	rare_write(*ifc.head, ((struct rare_list_head){ifc.head, ifc.head}));
+	rare_list_add(node, ifc.head);
+	if_race(seg_victim, if_attacker(seg_attacker), NULL);
+	return ifc.table[0] == IF_MAGIC ? IF_HELD : IF_LANDED;
+}
+
+ATTACK("27r", inflight_seg_copy,
+       "point the destination of a list link's segment, in the backend's "
+       "copy between its check and its store, at another live object: "
+       "the link is written there")
+{
+	if_trials(seg_trial, NULL,
+		  "a list link went into another live object of the pool",
+		  "the other object unchanged");
 }

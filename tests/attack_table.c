@@ -115,8 +115,12 @@ const struct attack_expect attack_table[] = {
 	{"27m", {B, B, B, B, B}},
 	{"27n", {B, B, B, B, B}},
 	{"27o", {B, B, B, B, B}},
+	{"27p", {B, B, B, B, B}},
+	/* A pool destroyed under a write (attack_destroy.c). */
+	{"27q", {NA, B, B, NA, NA}},
+	/* A backend's copy of a segment (attack_inflight.c). */
+	{"27r", {B, B, B, B, B}},
 	/* The view a map records, rewritten on its way (attack_map_view.c). */
 	{"27s", {NA, NA, B, NA, NA}},
-	{"27p", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

@@ -108,18 +108,32 @@ int rw_memfd_create(struct rw_region *r)
 	return err;
 }
 
-/* A sealed view stays (munmap fails with EPERM): its memory goes back by
- * punching the whole memfd, and the view reads zeroes until exit. */
+/*
+ * A sealed view stays (munmap fails with EPERM): its memory goes back by
+ * punching the whole memfd, and the view reads zeroes until exit.
+ *
+ * Under the write lock, exclusive: a writer checks the region under the
+ * lock, shared, then names r->fd to the kernel (shadow's mmap(2) of the
+ * alias, pwrite(2)). The core marked the record free before this runs, so
+ * a writer that gets the lock after us refuses; one that checked before
+ * is waited for. A descriptor closed between a writer's check and its
+ * call could be the next file's the program opens (another pool's memfd),
+ * and the write would go there (27q). The lock order is fork's
+ * (core.c): the core's locks, then this one.
+ */
 void rw_memfd_destroy(struct rw_region *r)
 {
-	/* Inline system calls: @r stays in a register through all three,
+	/* Inline, the lock too: @r stays in a register through all of it,
 	 * where a libc call's callee could save it for a store to move to
 	 * another live pool's record (27o). */
+	rw_in_register(r);
+	rw_reglock_write(&rw_memfd_lock);
 	if (rw_sys(SYS_munmap, r->start, r->len, 0))
 		rw_sys6(SYS_fallocate, r->fd,
 			FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
 			(long)r->len, 0, 0);
 	rw_sys(SYS_close, r->fd, 0, 0);
+	rw_reglock_write_unlock(&rw_memfd_lock);
 }
 
 void rw_memfd_fork_prepare(void)

@@ -19,6 +19,7 @@
 #include "internal.h"
 #include "memfd_region.h"
 #include "rawsys.h"
+#include "region_find.h"
 #include "reglock.h"
 
 /* This backend's ops table (at the end), listed in backends.c. */
@@ -29,13 +30,13 @@ static int pwrite_setup(void)
 	return 0;
 }
 
-static void pwrite_fill(const struct rw_seg *s, int fd, off_t off)
+static void pwrite_fill(void *dst, int fill, size_t len, int fd, off_t off)
 {
 	unsigned char buf[4096];
 	struct iovec iov[64];
-	size_t left = s->len;
+	size_t left = len;
 
-	memset(buf, s->fill, s->len < sizeof(buf) ? s->len : sizeof(buf));
+	memset(buf, fill, len < sizeof(buf) ? len : sizeof(buf));
 	while (left) {
 		int n = 0;
 		size_t chunk = 0;
@@ -51,7 +52,7 @@ static void pwrite_fill(const struct rw_seg *s, int fd, off_t off)
 		ssize_t done = pwritev(fd, iov, n, off);
 
 		if (done <= 0)
-			rw_die("rare_write_memset", s->dst, "pwritev: %s",
+			rw_die("rare_write_memset", dst, "pwritev: %s",
 			       strerror(errno));
 		/* shmem writes do not stop short; if one did, go around. */
 		left -= (size_t)done;
@@ -59,16 +60,16 @@ static void pwrite_fill(const struct rw_seg *s, int fd, off_t off)
 	}
 }
 
-static void pwrite_copy(const struct rw_seg *s, int fd, off_t off)
+static void pwrite_copy(void *dst, const char *src, size_t len, int fd,
+			off_t off)
 {
-	const char *src = s->src;
-	size_t left = s->len;
+	size_t left = len;
 
 	while (left) {
 		ssize_t done = pwrite(fd, src, left, off);
 
 		if (done <= 0)
-			rw_die("rare_write_memcpy", s->dst, "pwrite: %s",
+			rw_die("rare_write_memcpy", dst, "pwrite: %s",
 			       strerror(errno));
 		left -= (size_t)done;
 		src += done;
@@ -117,69 +118,79 @@ static unsigned char *small_at(struct small_buf *buf, off_t off)
 	return buf->b + (size_t)off % 64;
 }
 
-static bool needs_widening(const struct rw_seg *s)
+static bool needs_widening(uintptr_t dst, size_t len)
 {
-	return (s->len == 2 || s->len == 4) && !((uintptr_t)s->dst % s->len);
+	return (len == 2 || len == 4) && !(dst % len);
 }
 
-static void pwrite_widened(const struct rw_seg *s, const struct rw_region *r)
+static void pwrite_widened(uintptr_t dst, const void *src, size_t len, int fill,
+			   const struct rw_region *r)
 {
-	uintptr_t word = (uintptr_t)s->dst & ~(uintptr_t)7;
+	uintptr_t word = dst & ~(uintptr_t)7;
 	off_t off = (off_t)(word - r->start);
 	struct small_buf buf;
 	unsigned char *v = small_at(&buf, off);
-	struct rw_seg w = {.dst = (void *)word, .src = v, .len = 8};
 
 	memcpy(v, (const void *)word, 8);
-	if (s->src)
-		memcpy(v + ((uintptr_t)s->dst - word), s->src, s->len);
+	if (src)
+		memcpy(v + (dst - word), src, len);
 	else
-		memset(v + ((uintptr_t)s->dst - word), s->fill, s->len);
-	pwrite_copy(&w, r->fd, off);
+		memset(v + (dst - word), fill, len);
+	pwrite_copy((void *)word, (const char *)v, 8, r->fd, off);
 }
 
 /* A copy or fill of 8 bytes or less, from a source at the destination's
  * offset modulo 64 (above). */
-static void pwrite_small(const struct rw_seg *s, int fd, off_t off)
+static void pwrite_small(void *dst, const void *src, size_t len, int fill,
+			 int fd, off_t off)
 {
 	struct small_buf buf;
 	unsigned char *v = small_at(&buf, off);
-	struct rw_seg w = {.dst = s->dst, .src = v, .len = s->len};
 
-	if (s->src)
-		memcpy(v, s->src, s->len);
+	if (src)
+		memcpy(v, src, len);
 	else
-		memset(v, s->fill, s->len);
-	pwrite_copy(&w, fd, off);
+		memset(v, fill, len);
+	pwrite_copy(dst, (const char *)v, len, fd, off);
 }
 
 /*
- * Each segment is copied out of the caller's memory (its stack, which
- * another thread's store can rewrite), the copy validated against the
- * table (rw_seg_region()) and only the copy used: the region's descriptor
- * and the offset, length and source that go to the kernel are the ones
- * checked, and the region is looked up once. @widen says how the memfd
- * write lock is held: a segment that needs widening under a shared lock
- * changed after the lock was chosen.
+ * Each segment is read out of the caller's memory (its stack, which
+ * another thread's store can rewrite) once, into variables whose address
+ * is never taken, checked against the table there (rw_seg_holds()) and
+ * only those used: the region's descriptor and the offset, length and
+ * source that go to the kernel are the ones checked. A copy of the
+ * segment on the stack, checked by rw_seg_region() (a call) and read
+ * again, let a store in between move the write (27r). They still cross
+ * libc's calls (memcpy(), pwrite()) in registers a callee may save on the
+ * stack (SECURITY.md). @widen says how the memfd write lock is held: a
+ * segment that needs widening under a shared lock changed after the lock
+ * was chosen.
  */
 static void pwrite_seg(const struct rw_seg *seg, bool widen)
 {
-	const struct rw_seg s = *seg;
-	const struct rw_region *r = rw_seg_region(&s);
-	off_t off = (off_t)((uintptr_t)s.dst - r->start);
+	const struct rw_region *r =
+		__atomic_load_n(&seg->region, __ATOMIC_RELAXED);
+	uintptr_t dst = (uintptr_t)__atomic_load_n(&seg->dst, __ATOMIC_RELAXED);
+	const void *src = __atomic_load_n(&seg->src, __ATOMIC_RELAXED);
+	size_t len = __atomic_load_n(&seg->len, __ATOMIC_RELAXED);
+	int fill = __atomic_load_n(&seg->fill, __ATOMIC_RELAXED);
+	off_t off;
 
-	if (needs_widening(&s) && !widen)
-		rw_die("rare_write", s.dst,
+	if (!rw_seg_holds(r, &rw_backend_pwrite, dst, len) ||
+	    (needs_widening(dst, len) && !widen))
+		rw_die("rare_write", (void *)dst,
 		       "a validated write changed before it was "
 		       "applied (a store into the caller's stack?)");
-	if (needs_widening(&s))
-		pwrite_widened(&s, r);
-	else if (s.len <= RW_SMALL_WRITE)
-		pwrite_small(&s, r->fd, off);
-	else if (s.src)
-		pwrite_copy(&s, r->fd, off);
+	off = (off_t)(dst - r->start);
+	if (needs_widening(dst, len))
+		pwrite_widened(dst, src, len, fill, r);
+	else if (len <= RW_SMALL_WRITE)
+		pwrite_small((void *)dst, src, len, fill, r->fd, off);
+	else if (src)
+		pwrite_copy((void *)dst, src, len, r->fd, off);
 	else
-		pwrite_fill(&s, r->fd, off);
+		pwrite_fill((void *)dst, fill, len, r->fd, off);
 }
 
 static void pwrite_write(const struct rw_seg *segs, unsigned n)
@@ -187,7 +198,7 @@ static void pwrite_write(const struct rw_seg *segs, unsigned n)
 	bool widen = false;
 
 	for (unsigned i = 0; i < n; i++)
-		widen |= needs_widening(&segs[i]);
+		widen |= needs_widening((uintptr_t)segs[i].dst, segs[i].len);
 	rw_memfd_write_lock(widen);
 	for (unsigned i = 0; i < n; i++)
 		pwrite_seg(&segs[i], widen);

@@ -17,6 +17,7 @@
 #include "internal.h"
 #include "memfd_region.h"
 #include "rawsys.h"
+#include "region_find.h"
 
 /* This backend's ops table (at the end), listed in backends.c. */
 extern const struct rw_backend rw_backend_shadow RW_HIDDEN;
@@ -205,28 +206,6 @@ static void shadow_store(const char *call, const struct rw_region *r, void *dst,
 		shadow_refused(call, dst, len, err);
 }
 
-static void shadow_store_seg(const char *call, const struct rw_region *r,
-			     const struct rw_seg *s)
-{
-	shadow_store(call, r, s->dst, s->src, s->len, s->fill);
-}
-
-/*
- * Each segment is copied out of the caller's memory (its stack, which
- * another thread's store can rewrite) and only the validated copy is used:
- * the store through the alias has the length the alias was mapped for.
- */
-static void shadow_write(const struct rw_seg *segs, unsigned n)
-{
-	rw_memfd_write_lock(false);
-	for (unsigned i = 0; i < n; i++) {
-		const struct rw_seg s = segs[i];
-
-		shadow_store_seg("rare_write_memcpy", rw_seg_region(&s), &s);
-	}
-	rw_memfd_write_unlock();
-}
-
 /* Where the write cannot stay in registers (RW_RAWSYS_INLINE 0): the lock
  * first, then the segment from the arguments (internal.h). */
 static __attribute__((noinline)) void shadow_write_built(const char *call,
@@ -263,7 +242,7 @@ static __attribute__((noinline)) void shadow_write_built(const char *call,
  */
 static inline __attribute__((always_inline)) void
 write_inline(const struct rw_region *r, const char *call, uintptr_t a,
-	     const void *src, size_t len, int fill, bool unit)
+	     const void *src, size_t len, int fill, bool unit, bool seg)
 {
 	/* A fill's byte in every byte: alias_store() stores the low @len
 	 * bytes, rep stosb the low one. */
@@ -280,7 +259,8 @@ write_inline(const struct rw_region *r, const char *call, uintptr_t a,
 	if (!unit)
 		rw_in_register(src);
 	rw_reglock_read(&rw_memfd_lock);
-	if (!rw_region_holds(r, &rw_backend_shadow, a, len)) {
+	if (seg ? !rw_seg_holds(r, &rw_backend_shadow, a, len)
+		: !rw_region_holds(r, &rw_backend_shadow, a, len)) {
 		rw_reglock_read_unlock(&rw_memfd_lock);
 		shadow_refused(call, (void *)a, len, 0);
 	}
@@ -304,7 +284,7 @@ static __attribute__((noinline)) void write_unit(const struct rw_region *r,
 						 const void *src, size_t len,
 						 int fill)
 {
-	write_inline(r, call, a, src, len, fill, true);
+	write_inline(r, call, a, src, len, fill, true, false);
 }
 
 static __attribute__((noinline)) void write_bulk(const struct rw_region *r,
@@ -312,7 +292,64 @@ static __attribute__((noinline)) void write_bulk(const struct rw_region *r,
 						 const void *src, size_t len,
 						 int fill)
 {
-	write_inline(r, call, a, src, len, fill, false);
+	write_inline(r, call, a, src, len, fill, false, false);
+}
+
+/* The same for a segment of backend->write(): its region came from the
+ * caller's memory, so the check is rw_seg_holds(). */
+static __attribute__((noinline)) void write_seg_unit(const struct rw_region *r,
+						     uintptr_t a,
+						     const void *src,
+						     size_t len, int fill)
+{
+	write_inline(r, "rare_write_memcpy", a, src, len, fill, true, true);
+}
+
+static __attribute__((noinline)) void write_seg_bulk(const struct rw_region *r,
+						     uintptr_t a,
+						     const void *src,
+						     size_t len, int fill)
+{
+	write_inline(r, "rare_write_memcpy", a, src, len, fill, false, true);
+}
+
+/*
+ * The list helpers' and the pools' bookkeeping writes: each segment is
+ * read out of the caller's memory (its stack, which another thread's store
+ * can rewrite) into registers once, and goes to the write path of single
+ * writes, which checks it under the lock and stores it with every value
+ * still in registers. A copy on the stack, checked by rw_seg_region() and
+ * read again for the store, let a store in between move the write
+ * anywhere in the region's memfd, its bookkeeping included. The lock is
+ * held across the segments too, so that no fork copies a list half
+ * linked (the inner takes are a reader's again: no wait).
+ */
+static void shadow_write(const struct rw_seg *segs, unsigned n)
+{
+	rw_memfd_write_lock(false);
+	for (unsigned i = 0; i < n; i++) {
+		const struct rw_seg *s = &segs[i];
+		const struct rw_region *r =
+			__atomic_load_n(&s->region, __ATOMIC_RELAXED);
+		uintptr_t a =
+			(uintptr_t)__atomic_load_n(&s->dst, __ATOMIC_RELAXED);
+		const void *src = __atomic_load_n(&s->src, __ATOMIC_RELAXED);
+		size_t len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+		int fill = __atomic_load_n(&s->fill, __ATOMIC_RELAXED);
+
+		if (!RW_RAWSYS_INLINE) {
+			/* Elsewhere: a checked copy (SECURITY.md). */
+			const struct rw_seg c = *s;
+
+			shadow_store("rare_write_memcpy", rw_seg_region(&c),
+				     c.dst, c.src, c.len, c.fill);
+		} else if (rw_is_unit(a, len)) {
+			write_seg_unit(r, a, src, len, fill);
+		} else {
+			write_seg_bulk(r, a, src, len, fill);
+		}
+	}
+	rw_memfd_write_unlock();
 }
 
 /* Tail calls: the arguments go on in the registers they came in. */
@@ -327,25 +364,36 @@ static void shadow_write_one(const struct rw_region *r, const char *call,
 		write_bulk(r, call, (uintptr_t)dst, src, len, fill);
 }
 
-/* The alias itself is the view. The core holds fork() off until unmap
+/*
+ * The alias itself is the view. The core holds fork() off until unmap
  * (fork_waits_for_views), so no fork copies the region half-written and
- * no child inherits the alias. */
+ * no child inherits the alias. Its mmap(2) names r->fd, so it is made as
+ * a write's: under the memfd write lock, the region checked again there,
+ * inline: a destroy closed the descriptor between the core's lookup and
+ * the mmap(2), and the view mapped the next file of that number (27q).
+ */
 static void *shadow_map(struct rw_region *r, void *addr, size_t len)
 {
-	uintptr_t first = (uintptr_t)addr & ~(rw_page_size - 1);
-	uintptr_t last = ((uintptr_t)addr + len + rw_page_size - 1) &
-			 ~(rw_page_size - 1);
-	/* Inline, and returned from the register it came in: a record of
-	 * the alias returned through memory let a store hand the core
-	 * another view to record, and unmap to release (27s). */
-	long base = rw_sys6(SYS_mmap, 0, (long)(last - first),
-			    PROT_READ | PROT_WRITE, MAP_SHARED, r->fd,
-			    (long)(first - r->start));
+	uintptr_t a = (uintptr_t)addr;
+	uintptr_t first = a & ~(RW_RAWSYS_PAGE - 1);
+	uintptr_t last = (a + len + RW_RAWSYS_PAGE - 1) & ~(RW_RAWSYS_PAGE - 1);
+	long base;
 
+	rw_reglock_read(&rw_memfd_lock);
+	if (!rw_region_holds(r, &rw_backend_shadow, a, len)) {
+		rw_reglock_read_unlock(&rw_memfd_lock);
+		shadow_refused("rare_write_map", addr, len, 0);
+	}
+	base = rw_sys6(SYS_mmap, 0, (long)(last - first),
+		       PROT_READ | PROT_WRITE, MAP_SHARED, r->fd,
+		       (long)(first - r->start));
+	rw_reglock_read_unlock(&rw_memfd_lock);
+	/* Returned from the register it came in: a record of the alias
+	 * returned through memory let a store hand the core another view to
+	 * record, and unmap to release (27s). */
 	if ((unsigned long)base >= -4095UL)
-		rw_die("rare_write_map", addr,
-		       "cannot map a writable alias: %s", strerror((int)-base));
-	return (char *)base + ((uintptr_t)addr - first);
+		shadow_refused("rare_write_map", addr, len, base);
+	return (void *)(base + (a - first));
 }
 
 static void shadow_unmap(struct rw_region *r, void *view, void *addr,
