@@ -196,6 +196,79 @@ TEST(process_forged_out_of_region_requests_refused, EXPECT_PASS)
 	CHECK(guarded == 12);
 }
 
+/* A piece of the call of @len bytes at @start (process_ring.h): @plen
+ * bytes of @data at @dst, forged on the socket; the helper's answer. */
+static int32_t forge_piece(int sock, uintptr_t start, size_t len, uintptr_t dst,
+			   size_t plen, const void *data)
+{
+	static uint64_t seq = 0xe0000000u;
+	const struct prw_answer *a = answer_page();
+	uint32_t before = __atomic_load_n(&a->count, __ATOMIC_ACQUIRE);
+	struct prw_msg m = {.op = PRW_OP_WRITE,
+			    .nseg = 1,
+			    .seq = ++seq,
+			    .start = start,
+			    .len = len};
+	struct prw_seg seg = {dst, plen, 0, 0};
+	struct iovec iov[3] = {
+		{&m, sizeof(m)}, {&seg, sizeof(seg)}, {(void *)data, plen}};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 3};
+
+	CHECK(sendmsg(sock, &mh, 0) ==
+	      (ssize_t)(sizeof(m) + sizeof(seg) + plen));
+	return answer_after(a, before);
+}
+
+/*
+ * The helper keeps a write in pieces (process_ring.h): the first piece
+ * opens the call at its start, and until the call is done the helper
+ * takes nothing but its next piece, whatever the requests say. Forged on
+ * the socket (a system call the attacker of the threat model cannot
+ * make), to show the rules the library's own requests meet.
+ */
+TEST(process_helper_takes_only_the_calls_next_piece, EXPECT_PASS)
+{
+	const uintptr_t at = (uintptr_t)guarded_array;
+	const struct prw_answer *a;
+	unsigned char data[128];
+	uint64_t evil = 0x4141414141414141ULL;
+	int sock;
+
+	need_process();
+	init();
+	rare_write(guarded, 21L);
+	sock = find_ctl_socket();
+	CHECK(sock >= 0);
+	a = answer_page();
+	for (unsigned i = 0; i < sizeof(data); i++)
+		data[i] = (unsigned char)(i + 1);
+
+	/* A first piece not at the call's start; one cut off an 8-byte
+	 * boundary; one longer than the call. */
+	CHECK(forge_piece(sock, at, 64, at + 8, 16, data) == -EINVAL);
+	CHECK(forge_piece(sock, at, 64, at, 12, data) == -EINVAL);
+	CHECK(forge_piece(sock, at, 8, at, 16, data) == -EINVAL);
+	/* The call opens. */
+	CHECK(forge_piece(sock, at, 64, at, 16, data) == 0);
+	CHECK(a->call_dst == at && a->call_len == 64 && a->call_done == 16);
+	/* While it is open: no other write, not even a good one. */
+	struct prw_seg other = {(uintptr_t)&guarded, 8, 0, 0};
+	CHECK(forge(sock, 1, &other, 1, &evil, 8) == -EBUSY);
+	CHECK(guarded == 21);
+	/* Not its next piece: skipped ahead, another call's, past its end. */
+	CHECK(forge_piece(sock, at, 64, at + 24, 8, data + 24) == -EINVAL);
+	CHECK(forge_piece(sock, at + 8, 56, at + 16, 8, data + 16) == -EINVAL);
+	CHECK(forge_piece(sock, at, 72, at + 16, 8, data + 16) == -EINVAL);
+	CHECK(forge_piece(sock, at, 64, at + 16, 56, data + 16) == -EINVAL);
+	/* Its next piece, to the end: the call is done (the helper still
+	 * expected it where the first ended). */
+	CHECK(forge_piece(sock, at, 64, at + 16, 48, data + 16) == 0);
+	CHECK(a->call_done == 64);
+	CHECK(!memcmp(guarded_array, data, 64));
+	rare_write(guarded, 22L);
+	CHECK(guarded == 22);
+}
+
 /* Run @fn in a child with stderr captured; return its wait status and the
  * captured text in @out. */
 static int run_capturing(void (*fn)(void *), char *out, size_t len)
