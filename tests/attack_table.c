@@ -66,7 +66,7 @@ const struct attack_expect attack_table[] = {
 	{"14f", {B, NA, NA, B, NA}},
 	{"14g", {B, B, B, B, B}},
 	/* The scribbler (15, attack_scribble.c). */
-	{"15a", {B, B, B, B, O}},
+	{"15a", {B, B, B, B, B}},
 	{"15b", {B, B, B, B, B}},
 	{"15c", {B, B, B, B, B}},
 	{"15d", {O, O, O, O, O}},

@@ -196,6 +196,79 @@ TEST(process_forged_out_of_region_requests_refused, EXPECT_PASS)
 	CHECK(guarded == 12);
 }
 
+/* A piece of the call of @len bytes at @start (process_ring.h): @plen
+ * bytes of @data at @dst, forged on the socket; the helper's answer. */
+static int32_t forge_piece(int sock, uintptr_t start, size_t len, uintptr_t dst,
+			   size_t plen, const void *data)
+{
+	static uint64_t seq = 0xe0000000u;
+	const struct prw_answer *a = answer_page();
+	uint32_t before = __atomic_load_n(&a->count, __ATOMIC_ACQUIRE);
+	struct prw_msg m = {.op = PRW_OP_WRITE,
+			    .nseg = 1,
+			    .seq = ++seq,
+			    .start = start,
+			    .len = len};
+	struct prw_seg seg = {dst, plen, 0, 0};
+	struct iovec iov[3] = {
+		{&m, sizeof(m)}, {&seg, sizeof(seg)}, {(void *)data, plen}};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 3};
+
+	CHECK(sendmsg(sock, &mh, 0) ==
+	      (ssize_t)(sizeof(m) + sizeof(seg) + plen));
+	return answer_after(a, before);
+}
+
+/*
+ * The helper keeps a write in pieces (process_ring.h): the first piece
+ * opens the call at its start, and until the call is done the helper
+ * takes nothing but its next piece, whatever the requests say. Forged on
+ * the socket (a system call the attacker of the threat model cannot
+ * make), to show the rules the library's own requests meet.
+ */
+TEST(process_helper_takes_only_the_calls_next_piece, EXPECT_PASS)
+{
+	const uintptr_t at = (uintptr_t)guarded_array;
+	const struct prw_answer *a;
+	unsigned char data[128];
+	uint64_t evil = 0x4141414141414141ULL;
+	int sock;
+
+	need_process();
+	init();
+	rare_write(guarded, 21L);
+	sock = find_ctl_socket();
+	CHECK(sock >= 0);
+	a = answer_page();
+	for (unsigned i = 0; i < sizeof(data); i++)
+		data[i] = (unsigned char)(i + 1);
+
+	/* A first piece not at the call's start; one cut off an 8-byte
+	 * boundary; one longer than the call. */
+	CHECK(forge_piece(sock, at, 64, at + 8, 16, data) == -EINVAL);
+	CHECK(forge_piece(sock, at, 64, at, 12, data) == -EINVAL);
+	CHECK(forge_piece(sock, at, 8, at, 16, data) == -EINVAL);
+	/* The call opens. */
+	CHECK(forge_piece(sock, at, 64, at, 16, data) == 0);
+	CHECK(a->call_dst == at && a->call_len == 64 && a->call_done == 16);
+	/* While it is open: no other write, not even a good one. */
+	struct prw_seg other = {(uintptr_t)&guarded, 8, 0, 0};
+	CHECK(forge(sock, 1, &other, 1, &evil, 8) == -EBUSY);
+	CHECK(guarded == 21);
+	/* Not its next piece: skipped ahead, another call's, past its end. */
+	CHECK(forge_piece(sock, at, 64, at + 24, 8, data + 24) == -EINVAL);
+	CHECK(forge_piece(sock, at + 8, 56, at + 16, 8, data + 16) == -EINVAL);
+	CHECK(forge_piece(sock, at, 72, at + 16, 8, data + 16) == -EINVAL);
+	CHECK(forge_piece(sock, at, 64, at + 16, 56, data + 16) == -EINVAL);
+	/* Its next piece, to the end: the call is done (the helper still
+	 * expected it where the first ended). */
+	CHECK(forge_piece(sock, at, 64, at + 16, 48, data + 16) == 0);
+	CHECK(a->call_done == 64);
+	CHECK(!memcmp(guarded_array, data, 64));
+	rare_write(guarded, 22L);
+	CHECK(guarded == 22);
+}
+
 /* Run @fn in a child with stderr captured; return its wait status and the
  * captured text in @out. */
 static int run_capturing(void (*fn)(void *), char *out, size_t len)
@@ -928,6 +1001,9 @@ static bool tamper_request(pid_t pid, unsigned long mh_addr, enum tamper how)
 		if (req.seg.dst != (uintptr_t)&echo_array[0])
 			return false;
 		req.seg.dst = (uintptr_t)&echo_array[4];
+		/* The call's start too, so that the helper applies it. */
+		if (req.m.start == (uintptr_t)&echo_array[0])
+			req.m.start = (uintptr_t)&echo_array[4];
 		break;
 	}
 	return process_vm_writev(pid, &local, 1, &remote, 1, 0) ==
@@ -1019,4 +1095,465 @@ TEST(process_segments_destination_rewritten_aborts, EXPECT_PASS)
 {
 	tampered_write_dies(TAMPER_SEGS, "applied another write than this "
 					 "call's");
+}
+
+/*
+ * The review of 15a on this backend (docs/attack-matrix.md, "15a on
+ * process"): three ways a write of another size than 1, 2, 4 or 8 bytes,
+ * or two calls at once, got past the echo. Each is staged in a traced
+ * child (the parent stands in for the racing store, at the moment a
+ * single step or a system-call stop gives it); each fails if the
+ * moved write lands and the call returns. An abort counts as held.
+ */
+struct review_share {
+	const struct prw_answer *page; /* the child's answer page */
+	unsigned char *obj;	       /* the call's destination */
+	size_t len;		       /* its length */
+	unsigned char *victim;	       /* where the attack moves it */
+	int go[2], done[2];	       /* test 3: the second thread's pipes */
+	uint32_t before;	       /* test 3: the count at the first send */
+};
+
+static struct review_share *review;
+
+static void review_share_new(void)
+{
+	review = mmap(NULL, sizeof(*review), PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(review != MAP_FAILED);
+	memset(review, 0, sizeof(*review));
+}
+
+/* While set, the tracer single-steps the child and looks after each
+ * instruction (a watchpoint in software: this machine's hypervisor gives
+ * a tracer no hardware watchpoints). */
+static bool review_step;
+/* Once set, the child runs on without system-call stops. */
+static bool review_cont;
+
+static bool peek(pid_t pid, uintptr_t at, void *buf, size_t len)
+{
+	struct iovec local = {buf, len}, remote = {(void *)at, len};
+
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
+}
+
+static bool poke(pid_t pid, uintptr_t at, const void *buf, size_t len)
+{
+	struct iovec local = {(void *)buf, len}, remote = {(void *)at, len};
+
+	return process_vm_writev(pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
+}
+
+/* The head of the request at sendmsg(2)'s entry (@mh_addr, the child's):
+ * its message and first segment, and where they are. */
+static bool request_head(pid_t pid, unsigned long mh_addr, struct prw_msg *m,
+			 struct prw_seg *seg, uintptr_t *at)
+{
+	struct msghdr mh;
+	struct iovec iov;
+
+	if (!peek(pid, mh_addr, &mh, sizeof(mh)) ||
+	    !peek(pid, (uintptr_t)mh.msg_iov, &iov, sizeof(iov)) ||
+	    iov.iov_len < sizeof(*m) + sizeof(*seg))
+		return false;
+	*at = (uintptr_t)iov.iov_base;
+	return peek(pid, *at, m, sizeof(*m)) &&
+	       peek(pid, *at + sizeof(*m), seg, sizeof(*seg)) &&
+	       m->op == PRW_OP_WRITE;
+}
+
+/* The tracer's view of one stop: a system call's entry (@info) or a
+ * single step's (@info NULL). */
+typedef void (*review_stop_fn)(pid_t pid,
+			       const struct __ptrace_syscall_info *info);
+
+/* Run @child traced, stopped first, its stderr into @out; @stop at every
+ * system-call entry and single step. The child's wait status. */
+static int review_run(void (*child)(void), review_stop_fn stop, char *out,
+		      size_t cap)
+{
+	int fds[2], status;
+	size_t have = 0;
+	ssize_t n;
+	pid_t pid;
+
+	review_step = review_cont = false;
+	CHECK(pipe(fds) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		dup2(fds[1], 2);
+		child();
+		_exit(3);
+	}
+	close(fds[1]);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFSTOPPED(status));
+	CHECK(!ptrace(PTRACE_SETOPTIONS, pid, 0,
+		      PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL));
+	for (int sig = 0;;) {
+		struct __ptrace_syscall_info info;
+		siginfo_t si;
+
+		CHECK(!ptrace(review_step   ? PTRACE_SINGLESTEP
+			      : review_cont ? PTRACE_CONT
+					    : PTRACE_SYSCALL,
+			      pid, 0, sig));
+		sig = 0;
+		CHECK(waitpid(pid, &status, 0) == pid);
+		if (WIFEXITED(status) || WIFSIGNALED(status))
+			break;
+		if (WSTOPSIG(status) == (SIGTRAP | 0x80)) {
+			if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof(info),
+				   &info) > 0 &&
+			    info.op == PTRACE_SYSCALL_INFO_ENTRY)
+				stop(pid, &info);
+		} else if (WSTOPSIG(status) == SIGTRAP && review_step &&
+			   !ptrace(PTRACE_GETSIGINFO, pid, 0, &si) &&
+			   si.si_code > 0 /* from the kernel: the step */) {
+			stop(pid, NULL);
+		} else {
+			sig = WSTOPSIG(status);
+		}
+	}
+	while (have < cap - 1 &&
+	       (n = read(fds[0], out + have, cap - 1 - have)) > 0)
+		have += (size_t)n;
+	out[have] = 0;
+	close(fds[0]);
+	return status;
+}
+
+/* The child's verdict: returned with the write where it was meant (0),
+ * the attack through (2: moved, or returned before its own answer), or
+ * the call's own bytes wrong (4); an abort is SIGABRT. */
+static void review_verdict(int status, bool staged, const char *out)
+{
+	bool aborted = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
+		fprintf(stderr, "landed: the attack went through and the "
+				"call returned\n");
+	if (getenv("RAREWRITE_TEST_VERBOSE"))
+		fprintf(stderr, "staged: %d; status %#x; stderr: %s\n", staged,
+			status, out);
+	if (!staged ||
+	    !(aborted || (WIFEXITED(status) && WEXITSTATUS(status) == 0)))
+		fprintf(stderr, "staged: %d; status %#x; stderr: %s\n", staged,
+			status, out);
+	CHECK(staged);
+	CHECK(aborted || (WIFEXITED(status) && WEXITSTATUS(status) == 0));
+	if (aborted)
+		CHECK(strstr(out, "rarewrite: rare_write_"));
+}
+
+static void review_stopped(void)
+{
+	if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) || raise(SIGSTOP))
+		_exit(3);
+}
+
+/*
+ * Review (1): the first piece of a 24-byte copy. Its destination waits in
+ * the segment on the stack until the request goes; a store there before
+ * the echo's digest was taken moved the write with no abort. The tracer
+ * learns where the request's head is at a first call's sendmsg(2), then
+ * steps a second call from the same frame instruction by instruction and
+ * rewrites the segment's destination (and the head's other word that may
+ * name the call's start) as soon as the call has stored it, until the
+ * second call's sendmsg(2).
+ */
+static long review_array[8] __wr_rare;
+static struct {
+	int state;
+	uintptr_t head_at;
+	bool staged;
+} r1;
+
+static void first_piece_child(void)
+{
+	static const long a[3] = {1, 2, 3}, b[3] = {4, 5, 6};
+
+	review_stopped();
+	rare_write_memcpy(review_array, a, sizeof(a));
+	syscall(SYS_getppid); /* the tracer starts stepping */
+	rare_write_memcpy(review_array, b, sizeof(b));
+	if (review_array[4] == 4)
+		_exit(2);
+	_exit(review_array[0] == 4 && review_array[2] == 6 ? 0 : 4);
+}
+
+/* Rewrite the word at @at if it holds @want: the racing store. */
+static bool swap_word(pid_t pid, uintptr_t at, uint64_t want, uint64_t moved)
+{
+	uint64_t word;
+
+	return peek(pid, at, &word, 8) && word == want &&
+	       poke(pid, at, &moved, 8);
+}
+
+/* The child is at a syscall instruction that will be @nr. */
+static bool at_syscall(pid_t pid, long nr)
+{
+	struct user_regs_struct regs;
+	unsigned char insn[2];
+
+	return !ptrace(PTRACE_GETREGS, pid, 0, &regs) && (long)regs.rax == nr &&
+	       peek(pid, regs.rip, insn, 2) && insn[0] == 0x0f &&
+	       insn[1] == 0x05;
+}
+
+static void first_piece_stop(pid_t pid,
+			     const struct __ptrace_syscall_info *info)
+{
+	const uint64_t want = (uintptr_t)&review_array[0],
+		       moved = (uintptr_t)&review_array[4];
+	struct prw_msg m;
+	struct prw_seg seg;
+	uintptr_t at;
+
+	if (!info) {
+		if (swap_word(pid,
+			      r1.head_at + sizeof(m) +
+				      offsetof(struct prw_seg, dst),
+			      want, moved))
+			r1.staged = true;
+		swap_word(pid, r1.head_at + offsetof(struct prw_msg, start),
+			  want, moved);
+		if (at_syscall(pid, SYS_sendmsg))
+			review_step = false;
+		return;
+	}
+	if (r1.state == 1 && info->entry.nr == SYS_getppid) {
+		review_step = true;
+		r1.state = 2;
+	}
+	if (r1.state == 0 && info->entry.nr == SYS_sendmsg &&
+	    request_head(pid, info->entry.args[1], &m, &seg, &at) &&
+	    seg.dst == want) {
+		r1.head_at = at;
+		r1.state = 1;
+	}
+}
+
+TEST(process_first_piece_destination_rewritten_held, EXPECT_PASS)
+{
+	char out[4096];
+	int status;
+
+	need_process();
+	init();
+	memset(&r1, 0, sizeof(r1));
+	status = review_run(first_piece_child, first_piece_stop, out,
+			    sizeof(out));
+	review_verdict(status, r1.staged, out);
+}
+
+/*
+ * Review (2): a copy larger than one message goes in pieces; the next
+ * piece's destination, length and source were saved on the stack through
+ * the previous piece's answer wait, and checked again only for being in
+ * some protected region of the backend. The tracer watches the answer
+ * count (a read watchpoint: the child's loads of it), and once the first
+ * piece is answered rewrites every word on the child's stack that holds
+ * the call's start, length, next destination or remaining length so that
+ * the rest is 16 bytes at another protected object.
+ */
+#define REVIEW_BIG (300u << 10)
+static long review_victim[4] __wr_rare;
+static struct {
+	int state;
+	uint32_t before;
+	uint64_t first;
+	bool staged;
+} r2;
+
+static void pieces_child(void)
+{
+	struct rare_pool *pool = rare_pool_create(1 << 20);
+	unsigned char *src = malloc(REVIEW_BIG);
+
+	CHECK(pool && src);
+	review->obj = rare_alloc(pool, REVIEW_BIG);
+	CHECK(review->obj);
+	memset(src, 0x5a, REVIEW_BIG);
+	review->page = answer_page();
+	review->len = REVIEW_BIG;
+	review->victim = (unsigned char *)review_victim;
+	review_stopped();
+	rare_write_memcpy(review->obj, src, REVIEW_BIG);
+	if (review_victim[0])
+		_exit(2);
+	_exit(memcmp(review->obj, src, REVIEW_BIG) ? 4 : 0);
+}
+
+/* Rewrite the words of the child's stack above @sp that equal @from[i]
+ * to @to[i]; how many. */
+static unsigned stack_rewrite(pid_t pid, uintptr_t sp, const uint64_t *from,
+			      const uint64_t *to, unsigned n)
+{
+	static uint64_t words[4096];
+	unsigned count = 0;
+	struct iovec local = {words, sizeof(words)},
+		     remote = {(void *)(sp & ~(uintptr_t)7), sizeof(words)};
+	ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+
+	for (size_t w = 0; got > 0 && w < (size_t)got / 8; w++)
+		for (unsigned i = 0; i < n; i++)
+			if (words[w] == from[i]) {
+				CHECK(poke(pid, (sp & ~(uintptr_t)7) + w * 8,
+					   &to[i], 8));
+				count++;
+				break;
+			}
+	return count;
+}
+
+static void pieces_stop(pid_t pid, const struct __ptrace_syscall_info *info)
+{
+	struct user_regs_struct regs;
+	struct prw_msg m;
+	struct prw_seg seg;
+	uint32_t count;
+	uintptr_t at;
+
+	if (info) {
+		if (r2.state == 0 && info->entry.nr == SYS_sendmsg &&
+		    request_head(pid, info->entry.args[1], &m, &seg, &at) &&
+		    seg.dst == (uintptr_t)review->obj) {
+			r2.first = seg.len;
+			CHECK(peek(pid, (uintptr_t)&review->page->count,
+				   &r2.before, 4));
+			review_step = true;
+			r2.state = 1;
+		}
+		return;
+	}
+	if (r2.state != 1 ||
+	    !peek(pid, (uintptr_t)&review->page->count, &count, 4) ||
+	    count == r2.before)
+		return;
+	/* The first piece is answered: the rest goes 16 bytes at the
+	 * victim, as far as the stack decides it. */
+	{
+		const uint64_t d = (uintptr_t)review->obj,
+			       v = (uintptr_t)review->victim, l = review->len,
+			       p = r2.first;
+		const uint64_t from[4] = {d, d + p, l, l - p},
+			       to[4] = {v - p, v, p + 16, 16};
+
+		CHECK(!ptrace(PTRACE_GETREGS, pid, 0, &regs));
+		r2.staged = stack_rewrite(pid, regs.rsp, from, to, 4) > 0;
+	}
+	review_step = false;
+	r2.state = 2;
+}
+
+TEST(process_next_piece_rewritten_held, EXPECT_PASS)
+{
+	char out[4096];
+	int status;
+
+	need_process();
+	init();
+	review_share_new();
+	memset(&r2, 0, sizeof(r2));
+	status = review_run(pieces_child, pieces_stop, out, sizeof(out));
+	review_verdict(status, r2.staged, out);
+	munmap(review, sizeof(*review));
+}
+
+/*
+ * Review (3): req_lock released by a store while a call holds it, and
+ * req_seq set back so that a second call sends the same seq: both ask for
+ * the same fill, the second's answer comes first, and the first took it
+ * for its own and returned while its own request was still being applied.
+ * The tracer stops the first call at its sendmsg(2), forges the two
+ * words, lets a second thread make the same call whole, then lets the
+ * first go on; at the first's next system call after it returned, the
+ * answer count says whether its own request was answered.
+ */
+#define REVIEW_FILL (32u << 20)
+static struct {
+	bool staged;
+} r3;
+
+static void *same_call_thread(void *unused)
+{
+	char c;
+
+	(void)unused;
+	if (read(review->go[0], &c, 1) != 1)
+		_exit(3);
+	rare_write_memset(review->obj, 0x33, REVIEW_FILL);
+	if (write(review->done[1], "d", 1) != 1)
+		_exit(3);
+	return NULL;
+}
+
+static void same_seq_child(void)
+{
+	struct rare_pool *pool = rare_pool_create(REVIEW_FILL + (1 << 20));
+	pthread_t t;
+
+	CHECK(pool);
+	review->obj = rare_alloc(pool, REVIEW_FILL);
+	CHECK(review->obj);
+	review->page = answer_page();
+	CHECK(!pthread_create(&t, NULL, same_call_thread, NULL));
+	review_stopped();
+	rare_write_memset(review->obj, 0x33, REVIEW_FILL);
+	/* Returned: answered are the other thread's request and this one's,
+	 * or this one took the other's answer. */
+	if (__atomic_load_n(&review->page->count, __ATOMIC_ACQUIRE) -
+		    review->before <
+	    2)
+		_exit(2);
+	_exit(0);
+}
+
+static void same_seq_stop(pid_t pid, const struct __ptrace_syscall_info *info)
+{
+	uint32_t *lock = attack_lib_sym("req_lock");
+	uint64_t *seq = attack_lib_sym("req_seq"), s;
+	const uint32_t zero = 0;
+	struct pollfd pfd = {.fd = review->done[0], .events = POLLIN};
+	struct prw_msg m;
+	struct prw_seg seg;
+	uintptr_t at;
+	char c;
+
+	if (!info || r3.staged || info->entry.nr != SYS_sendmsg ||
+	    !request_head(pid, info->entry.args[1], &m, &seg, &at) ||
+	    seg.dst != (uintptr_t)review->obj)
+		return;
+	CHECK(lock && seq);
+	CHECK(peek(pid, (uintptr_t)&review->page->count, &review->before, 4));
+	CHECK(peek(pid, (uintptr_t)seq, &s, 8));
+	s--;
+	CHECK(poke(pid, (uintptr_t)lock, &zero, 4));
+	CHECK(poke(pid, (uintptr_t)seq, &s, 8));
+	CHECK(write(review->go[1], "g", 1) == 1);
+	CHECK(poll(&pfd, 1, 20000) == 1 && read(review->done[0], &c, 1) == 1);
+	r3.staged = true;
+	/* No stop at the system call's exit: the first call looks at the
+	 * answer page as soon as its request is sent. */
+	review_cont = true;
+}
+
+TEST(process_same_seq_other_answer_held, EXPECT_PASS)
+{
+	char out[4096];
+	int status;
+
+	need_process();
+	init();
+	review_share_new();
+	CHECK(!pipe(review->go) && !pipe(review->done));
+	memset(&r3, 0, sizeof(r3));
+	status = review_run(same_seq_child, same_seq_stop, out, sizeof(out));
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
+		fprintf(stderr, "the call returned before its own answer\n");
+	review_verdict(status, r3.staged, out);
+	munmap(review, sizeof(*review));
 }

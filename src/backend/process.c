@@ -190,6 +190,25 @@ static inline __attribute__((always_inline)) uint32_t cur_cpu(void)
 	return id >= 0 ? (uint32_t)id : UINT32_MAX;
 }
 
+/*
+ * The calling thread's stack pointer, from the register (not a load): it
+ * names the thread in a request, and its answer must name it too
+ * (prw_msg.sp). Read in the function that transact() and await_answer()
+ * are inlined into, whose stack pointer does not move between the send
+ * and the check.
+ */
+static inline __attribute__((always_inline)) uint64_t cur_sp(void)
+{
+#if defined(__x86_64__)
+	uint64_t sp;
+
+	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+	return sp;
+#else
+	return (uintptr_t)__builtin_frame_address(0);
+#endif
+}
+
 /* Poll for the answer before sleeping: only while the helper runs on
  * another CPU than @cpu; on the same one polling only delays it. */
 static bool poll_first(uint32_t cpu)
@@ -278,6 +297,11 @@ answer_other(const char *call, const void *addr, uint32_t n, uint32_t seq,
 		       "the process backend's helper answered %u requests "
 		       "where one was in flight",
 		       n);
+	if ((uint32_t)a->seq == seq && a->op == op)
+		rw_die(call, addr,
+		       "the process backend's helper answered another "
+		       "request than this call's: another thread's (two "
+		       "requests in flight at once: a forged lock?)");
 	rw_die(call, addr,
 	       "the process backend's helper answered another request than "
 	       "this call's: seq %u op %u, where this call sent seq %u op %u "
@@ -291,14 +315,28 @@ write_refused(const char *call, const void *addr, size_t len, int err)
 	rw_die(call, addr,
 	       "the process backend's helper refused the write (%zu bytes): %s",
 	       len,
-	       err == -EPERM ? "not sent by this process"
-			     : "not inside memory registered with it");
+	       err == -EPERM   ? "not sent by this process"
+	       : err == -EBUSY ? "another call's write in pieces is in "
+				 "progress (two requests in flight at once: "
+				 "a forged lock?)"
+			       : "not inside memory registered with it, or "
+				 "not the next piece of this call");
 }
 
 static __attribute__((noreturn, noinline, cold)) void
 write_other(const char *call, const void *addr, size_t len)
 {
 	const struct prw_answer *a = PAGE();
+
+	if (a->call_len)
+		rw_die(call, addr,
+		       "the process backend's helper applied another write "
+		       "than this call's (%zu bytes at %#llx, where it applied "
+		       "%llu at %#llx: the request was changed in memory "
+		       "before it was sent)",
+		       len, (unsigned long long)(uintptr_t)addr,
+		       (unsigned long long)a->call_len,
+		       (unsigned long long)a->call_dst);
 
 	rw_die(call, addr,
 	       "the process backend's helper applied another write than this "
@@ -371,11 +409,12 @@ static inline __attribute__((always_inline)) long answer_recv(long sock,
 #endif
 }
 
-/* What await_answer() compares the answer's echo with, besides seq and
- * op: nothing (a control message: ctl() checks its own), a unit write's
- * (destination and length in one word, value), a request of segments'
- * (count, data bytes, digest). */
-enum echo { ECHO_NONE, ECHO_UNIT, ECHO_SEGS };
+/* What await_answer() compares the answer's echo with, besides seq, op
+ * and stack pointer: nothing (a control message: ctl() checks its own), a
+ * unit write's (destination and length in one word, value), a request of
+ * segments' (count, data bytes, digest), a piece of a call's (the call's
+ * start and length: process_ring.h). */
+enum echo { ECHO_NONE, ECHO_UNIT, ECHO_SEGS, ECHO_CALL };
 /* A unit write's destination and length (1, 2, 4, 8) in one word, which
  * leaves the compiler one register more for the others: the length above
  * any user address. */
@@ -411,8 +450,7 @@ enum echo { ECHO_NONE, ECHO_UNIT, ECHO_SEGS };
  */
 static inline __attribute__((always_inline)) int
 await_answer(const char *call, const void *addr, uint64_t sb, uint32_t op,
-	     uint32_t cpu, enum echo echo, uint64_t x1, uint64_t x2,
-	     uint64_t x3)
+	     enum echo echo, uint64_t x1, uint64_t x2, uint64_t x3)
 {
 	const uint32_t before = (uint32_t)sb;
 	unsigned timeouts = 0;
@@ -421,8 +459,13 @@ await_answer(const char *call, const void *addr, uint64_t sb, uint32_t op,
 	/* A unit write's destination is in @x1: not a second register. */
 	if (echo == ECHO_UNIT)
 		addr = (const void *)(uintptr_t)(x1 & UNIT_ADDR);
+	/* A piece's call start is in @x1: the same. */
+	if (echo == ECHO_CALL)
+		addr = (const void *)(uintptr_t)x1;
 
-	if (poll_first(cpu)) {
+	/* The CPU read again, not kept from the send: a register less
+	 * through the wait, for the values compared (a hint either way). */
+	if (poll_first(cur_cpu())) {
 		uint64_t t0 = spin_clock(), ticks = spin_ticks();
 
 		for (unsigned i = 0;
@@ -470,7 +513,8 @@ await_answer(const char *call, const void *addr, uint64_t sb, uint32_t op,
 	if (count - (uint32_t)sb != 1 ||
 	    (uint32_t)__atomic_load_n(&PAGE()->seq, __ATOMIC_RELAXED) !=
 		    (uint32_t)(sb >> 32) ||
-	    __atomic_load_n(&PAGE()->op, __ATOMIC_RELAXED) != op)
+	    __atomic_load_n(&PAGE()->op, __ATOMIC_RELAXED) != op ||
+	    __atomic_load_n(&PAGE()->sp, __ATOMIC_RELAXED) != cur_sp())
 		answer_other(call, addr, count - (uint32_t)sb,
 			     (uint32_t)(sb >> 32), op);
 	if (__atomic_load_n(&PAGE()->err, __ATOMIC_RELAXED))
@@ -490,6 +534,10 @@ await_answer(const char *call, const void *addr, uint64_t sb, uint32_t op,
 	     __atomic_load_n(&PAGE()->total, __ATOMIC_RELAXED) != x2 ||
 	     __atomic_load_n(&PAGE()->digest, __ATOMIC_RELAXED) != x3))
 		write_other(call, addr, x2);
+	if (echo == ECHO_CALL &&
+	    (__atomic_load_n(&PAGE()->call_dst, __ATOMIC_RELAXED) != x1 ||
+	     __atomic_load_n(&PAGE()->call_len, __ATOMIC_RELAXED) != x2))
+		write_other(call, (const void *)(uintptr_t)x1, x2);
 	__atomic_store_n(&helper_cpu,
 			 __atomic_load_n(&PAGE()->cpu, __ATOMIC_RELAXED),
 			 __ATOMIC_RELAXED);
@@ -525,13 +573,13 @@ transact(const char *call, const void *addr, struct msghdr *mh, size_t len,
 {
 	struct prw_msg *m = mh->msg_iov[0].iov_base;
 	uint64_t seq = ++req_seq, sb;
-	uint32_t cpu = cur_cpu();
 	long n;
 
 	answer_page_check(call, addr);
 	m->op = op;
 	m->seq = seq;
-	m->cpu = cpu; /* a hint */
+	m->sp = cur_sp();
+	m->cpu = cur_cpu(); /* a hint */
 	/* Before the request goes (the helper may answer at once), with the
 	 * seq's low half in one register (await_answer()). */
 	sb = seq << 32 | __atomic_load_n(&PAGE()->count, __ATOMIC_ACQUIRE);
@@ -542,7 +590,7 @@ transact(const char *call, const void *addr, struct msghdr *mh, size_t len,
 	while (n == -EINTR);
 	if (n != (long)len)
 		send_failed(call, addr, n, len);
-	return await_answer(call, addr, sb, op, cpu, echo, x1, x2, x3);
+	return await_answer(call, addr, sb, op, echo, x1, x2, x3);
 }
 
 /*
@@ -933,9 +981,11 @@ static void process_destroy(struct rw_region *r)
 	ctl_del("rare_pool_destroy", (void *)r->start, r->priv);
 }
 
-/* A piece of a write checked before a lock wait, checked again after it:
+/* A segment of a list checked before a lock wait, checked again after it:
  * still inside protected memory of this backend (a pool's head, below its
- * user start, is the core's to write: rw_region_holds() without it). */
+ * user start, is the core's to write: rw_region_holds() without it). The
+ * pieces of one write after the first are the helper's to check
+ * (call_rest()). */
 static void seg_recheck(const char *call, uintptr_t dst, size_t len)
 {
 	const struct rw_region *r = rw_region_lookup((const void *)dst);
@@ -946,6 +996,108 @@ static void seg_recheck(const char *call, uintptr_t dst, size_t len)
 		       "%zu bytes not inside protected memory of the process "
 		       "backend (changed while the call waited for its lock)",
 		       len);
+}
+
+/*
+ * The length of the first piece of the @rest bytes at @at that go to the
+ * helper: all of them (a fill is one segment), or as many as one message
+ * takes, ending on an 8-byte boundary (no aligned word torn over two
+ * requests, 14b; the helper refuses another cut).
+ */
+static inline __attribute__((always_inline)) size_t
+piece_len(uintptr_t at, size_t rest, const void *src)
+{
+	size_t max = data_max();
+	size_t cut = ((at + max) & ~(uintptr_t)7) - at;
+
+	/* Without a branch: a compiler that joins two paths here spilled
+	 * @at to the stack, and took the request's destination from there. */
+	return src && rest > max ? cut : rest;
+}
+
+/*
+ * One piece of the call of @len bytes at @start (process_ring.h): @piece
+ * bytes at @at, from @src (NULL: filled with @fill), sent and answered;
+ * the echo must name that call, as @start and @len in registers say, or
+ * the call dies (write_other()). req_lock held.
+ */
+static inline __attribute__((always_inline)) void
+piece_put(const char *call, uint64_t start, uint64_t len, uintptr_t at,
+	  size_t piece, const void *src, int fill)
+{
+	struct {
+		struct prw_msg m;
+		struct prw_seg seg;
+	} h;
+	struct iovec iov[2];
+	struct msghdr mh;
+	int err;
+
+	h.m = (struct prw_msg){.nseg = 1, .start = start, .len = len};
+	h.seg = (struct prw_seg){.dst = at,
+				 .len = piece,
+				 .flags = src ? 0 : PRW_SEG_FILL,
+				 .fill = fill};
+	iov[0] = (struct iovec){&h, sizeof(h)};
+	iov[1] = (struct iovec){(void *)src, src ? piece : 0};
+	mh = (struct msghdr){.msg_iov = iov, .msg_iovlen = src ? 2 : 1};
+	/* From here @start and @len are only compared: named as registers
+	 * again, so that a compiler that spilled the copies it used for the
+	 * request does not compare with those (as unit_put()). */
+	__asm__ volatile("" : "+r"(start), "+r"(len));
+	err = transact(call, NULL, &mh, sizeof(h) + (src ? piece : 0),
+		       PRW_OP_WRITE, ECHO_CALL, start, len, 0);
+	if (err)
+		write_refused(call, (void *)(uintptr_t)start, piece, err);
+}
+
+/*
+ * The rest of the call the last answer names, piece by piece, each one's
+ * place and the call's range taken from the echo, in the helper's
+ * read-only page, never from this call's memory: the previous piece's
+ * wait left that on the stack, where a store moved the rest of a 300 KiB
+ * copy over another pool's head (the review of 15a). The helper takes
+ * nothing but the call's next piece (process_ring.h). @src is the call's
+ * source: a store to it changes what is written, never where.
+ */
+static __attribute__((noinline)) void call_rest(const char *call,
+						const char *src, int fill)
+{
+	for (;;) {
+		const struct prw_answer *a = PAGE();
+		uint64_t start =
+			__atomic_load_n(&a->call_dst, __ATOMIC_RELAXED);
+		uint64_t len = __atomic_load_n(&a->call_len, __ATOMIC_RELAXED);
+		uint64_t done =
+			__atomic_load_n(&a->call_done, __ATOMIC_RELAXED);
+
+		if (done >= len)
+			return;
+		piece_put(call, start, len, start + done,
+			  piece_len(start + done, len - done, src),
+			  src ? src + done : NULL, fill);
+	}
+}
+
+/*
+ * The write of @len bytes at @dst (from @src, or filled with @fill) as a
+ * call in pieces: the first sent from the registers the caller's check
+ * used and its echo compared with them (the review of 15a: the first
+ * piece's destination waited in a segment on the stack until the digest
+ * was taken, and a store there moved it); the rest, if any, as the
+ * helper's echo names it (call_rest()). Whether there is a rest is the
+ * echo's to say too, not a length in memory. Not inline: the caller's
+ * lock waits leave no register for the answer wait's values; its
+ * arguments come in registers from the caller's check, no blocking point
+ * between.
+ */
+static __attribute__((noinline)) void
+call_put(const char *call, uintptr_t dst, const void *src, size_t len, int fill)
+{
+	piece_put(call, dst, len, dst, piece_len(dst, len, src), src, fill);
+	if (__atomic_load_n(&PAGE()->call_done, __ATOMIC_RELAXED) !=
+	    __atomic_load_n(&PAGE()->call_len, __ATOMIC_RELAXED))
+		call_rest(call, src, fill);
 }
 
 /* Segments in one message; its head lives on the caller's stack. */
@@ -1005,50 +1157,40 @@ static void req_flush(const char *call, const void *addr, struct req *q)
 }
 
 /*
- * A write of @total bytes at @dst (from @src, or filled with @fill) into
- * @q, flushed as the message limits require. A request is applied whole;
- * a write larger than one message (PRW_MAX_DATA) is applied in pieces,
- * each in order, as separate writes would be.
+ * A segment of @total bytes at @dst (from @src, or filled with @fill) into
+ * @q, flushed as the message limits require; one larger than a message
+ * goes alone, as a call in pieces (call_put()), applied in order as
+ * separate writes would be.
  *
- * @q->waited: the write was checked before a lock wait (the core's checks,
- * then write_lock and req_lock): each piece is checked again against the
- * region table as it goes into the request, as is every piece after a
- * request of this call was sent and answered (a wait, with the arguments
- * and the loop's state saved on the stack).
+ * @q->waited: the segment was checked before a lock wait (the core's
+ * checks, then write_lock and req_lock): it is checked again against the
+ * region table here, as is every segment after a request of this call was
+ * sent and answered (a wait, with the arguments saved on the stack).
  */
 static void req_add(const char *call, struct req *q, uintptr_t dst,
 		    const void *src, size_t total, int fill)
 {
-	for (size_t off = 0; off < total;) {
-		size_t len = total - off;
-
-		if (q->nseg == REQ_SEGS ||
-		    (src && len > data_max() - q->data && q->nseg)) {
-			req_flush(call, q->addr, q);
-			q->waited = true;
-		}
-		if (src && len > data_max() - q->data) {
-			/* Alone, and still too big: the piece ends on an
-			 * 8-byte boundary, so no aligned word is split over
-			 * two requests (torn, 14b). */
-			uintptr_t at = dst + off;
-
-			len = ((at + data_max()) & ~(uintptr_t)7) - at;
-		}
-		if (q->waited)
-			seg_recheck(call, dst + off, len);
-		q->head.segs[q->nseg++] = (struct prw_seg){
-			.dst = dst + off,
-			.len = len,
-			.flags = src ? 0 : PRW_SEG_FILL,
-			.fill = fill,
-		};
-		if (src) {
-			q->iov[q->niov++] = (struct iovec){
-				(void *)((const char *)src + off), len};
-			q->data += len;
-		}
-		off += len;
+	if (q->nseg == REQ_SEGS ||
+	    (src && total > data_max() - q->data && q->nseg)) {
+		req_flush(call, q->addr, q);
+		q->waited = true;
+	}
+	if (q->waited)
+		seg_recheck(call, dst, total);
+	if (src && total > data_max()) {
+		call_put(call, dst, src, total, fill);
+		q->waited = true;
+		return;
+	}
+	q->head.segs[q->nseg++] = (struct prw_seg){
+		.dst = dst,
+		.len = total,
+		.flags = src ? 0 : PRW_SEG_FILL,
+		.fill = fill,
+	};
+	if (src) {
+		q->iov[q->niov++] = (struct iovec){(void *)src, total};
+		q->data += total;
 	}
 }
 
@@ -1192,19 +1334,19 @@ static __attribute__((noreturn, noinline, cold)) void moved(const char *call,
 /*
  * Any write but an aligned 1, 2, 4 or 8-byte one: the locks first (inline:
  * the arguments stay in registers through their waits), then the
- * arguments checked against the table and put straight into a request of
- * segments (req_add(), req_flush()): no segment on the stack from the
- * check to the request (27i: a 3-byte copy made 16 there ran over into the
- * next protected object). The request itself is built in memory, as
- * sendmsg(2) needs it, with no blocking point until the kernel has copied
- * it; req_flush() compares the helper's echo with a digest of it.
+ * arguments checked against the table and sent as a call (call_put()):
+ * no segment on the stack from the check to the request (27i: a 3-byte
+ * copy made 16 there ran over into the next protected object). The
+ * request itself is built in memory, as sendmsg(2) needs it, where a
+ * store can still rewrite it: the helper's echo of the call it applied
+ * is compared with the destination and length this check held in
+ * registers, and the rest of a call in pieces goes where the helper,
+ * which keeps the call, says.
  */
 static __attribute__((noinline)) void
 process_write_segs(const struct rw_region *r, const char *call, void *dst,
 		   const void *src, size_t len, int fill)
 {
-	struct req q;
-
 	rw_reglock_read(&write_lock);
 	rw_reglock_write(&req_lock);
 	/* Inline, no call that would save @dst for a store to move. */
@@ -1216,11 +1358,8 @@ process_write_segs(const struct rw_region *r, const char *call, void *dst,
 	if ((uintptr_t)dst == r->start && src && r->user_start == r->start &&
 	    __atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) == RW_REGION_POOL)
 		head_put(call, dst, src, len);
-	else {
-		req_init(&q, dst, false);
-		req_add(call, &q, (uintptr_t)dst, src, len, fill);
-		req_flush(call, dst, &q);
-	}
+	else
+		call_put(call, (uintptr_t)dst, src, len, fill);
 	rw_reglock_write_unlock(&req_lock);
 	rw_reglock_read_unlock(&write_lock);
 }

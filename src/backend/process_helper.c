@@ -107,8 +107,18 @@ static uint64_t h_added_dev, h_added_ino;
 static struct {
 	uint64_t seq;
 	uint32_t op, nseg;
-	uint64_t dst, len, data, total, digest;
+	uint64_t dst, len, data, total, digest, sp;
+	uint64_t call_dst, call_len, call_done;
 } h_echo;
+/* The call in pieces in progress (process_ring.h): its start, end and the
+ * next byte to write; open while next != end. Here, not in the program:
+ * its memory is the attacker's, between one piece's answer and the next. */
+static uint64_t h_call_start, h_call_end, h_call_next;
+
+static bool call_open(void)
+{
+	return h_call_next != h_call_end;
+}
 
 static struct helper_region *region_by_addr(uintptr_t dst, uint64_t len)
 {
@@ -139,8 +149,30 @@ static struct helper_region *region_of_record(const struct rw_region *t)
 	return NULL;
 }
 
+/*
+ * A WRITE that is a piece of a call (@m->len not 0): with a call open, the
+ * next piece of it; else a first piece, whose call lies in one registered
+ * region. One segment, inside the call, ending on an 8-byte boundary
+ * unless it ends the call. 0 or -EINVAL.
+ */
+static int piece_check(const struct prw_msg *m, const struct prw_seg *g)
+{
+	uint64_t at = call_open() ? h_call_next : m->start;
+	uint64_t end = call_open() ? h_call_end : m->start + m->len;
+
+	if (m->nseg != 1 || g->dst != at || !g->len || g->len > end - at ||
+	    (g->len != end - at && (at + g->len) % 8))
+		return -EINVAL;
+	if (call_open())
+		return m->start == h_call_start && m->len == end - h_call_start
+			       ? 0
+			       : -EINVAL;
+	return end > m->start && region_by_addr(m->start, m->len) ? 0 : -EINVAL;
+}
+
 /* Validate and apply the write in the message of @n bytes at h_buf: 0, or
- * -EINVAL with nothing written. */
+ * -EINVAL (-EBUSY: not the next piece of the call in progress) with
+ * nothing written. */
 static int handle_write(size_t n)
 {
 	static unsigned char *at[PRW_MAX_SEGS];
@@ -153,6 +185,10 @@ static int handle_write(size_t n)
 		return -EINVAL;
 	head = sizeof(*m) + m->nseg * sizeof(*segs);
 	if (n < head)
+		return -EINVAL;
+	if (call_open() && !m->len)
+		return -EBUSY;
+	if (m->len && piece_check(m, &segs[0]))
 		return -EINVAL;
 	data = h_buf + head;
 	avail = n - head;
@@ -189,6 +225,16 @@ static int handle_write(size_t n)
 	}
 	h_echo.total = used;
 	h_echo.digest = prw_digest(segs, m->nseg);
+	if (m->len) {
+		if (!call_open()) {
+			h_call_start = m->start;
+			h_call_end = m->start + m->len;
+		}
+		h_call_next = segs[0].dst + segs[0].len;
+		h_echo.call_dst = h_call_start;
+		h_echo.call_len = h_call_end - h_call_start;
+		h_echo.call_done = h_call_next - h_call_start;
+	}
 	for (unsigned i = 0; i < m->nseg; i++) {
 		const struct prw_seg *g = &segs[i];
 
@@ -410,6 +456,10 @@ static int serve_one(size_t n, const struct msghdr *mh, pid_t sender, int fd)
 		return -EPERM;
 	if (n < sizeof(*m) || (mh->msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
 		return -EINVAL;
+	/* A call in pieces holds req_lock from its first piece to its last:
+	 * nothing else comes in between but through a forged lock. */
+	if (call_open() && m->op != PRW_OP_WRITE)
+		return -EBUSY;
 	switch (m->op) {
 	case PRW_OP_WRITE:
 		return fd < 0 ? handle_write(n) : -EINVAL;
@@ -456,6 +506,13 @@ static void answer(int err, uint32_t cpu)
 	__atomic_store_n(&h_answer->data, h_echo.data, __ATOMIC_RELAXED);
 	__atomic_store_n(&h_answer->total, h_echo.total, __ATOMIC_RELAXED);
 	__atomic_store_n(&h_answer->digest, h_echo.digest, __ATOMIC_RELAXED);
+	__atomic_store_n(&h_answer->sp, h_echo.sp, __ATOMIC_RELAXED);
+	__atomic_store_n(&h_answer->call_dst, h_echo.call_dst,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&h_answer->call_len, h_echo.call_len,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&h_answer->call_done, h_echo.call_done,
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&h_answer->err, err, __ATOMIC_RELAXED);
 	__atomic_store_n(&h_answer->cpu, cpu, __ATOMIC_RELAXED);
 	__atomic_store_n(&h_answer->count, count, __ATOMIC_RELEASE);
@@ -499,6 +556,8 @@ static __attribute__((noreturn)) void serve(void)
 			       sizeof(h_echo.seq));
 			memcpy(&h_echo.op, h_buf + offsetof(struct prw_msg, op),
 			       sizeof(h_echo.op));
+			memcpy(&h_echo.sp, h_buf + offsetof(struct prw_msg, sp),
+			       sizeof(h_echo.sp));
 		}
 		err = serve_one((size_t)n, &mh, sender, fd);
 		if (fd >= 0)
@@ -778,6 +837,7 @@ static __attribute__((noreturn)) void helper_main(int sock, pid_t program)
 	h_program = program;
 	h_nr_regions = 0;
 	h_answered = 0;
+	h_call_start = h_call_end = h_call_next = 0;
 	buf = rw_sys6(SYS_mmap, 0, (long)PRW_MSG_MAX, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf < 0 && buf > -4096)

@@ -91,11 +91,38 @@ struct prw_msg {
 	uint32_t nseg;	/* WRITE */
 	uint64_t seq;	/* the program's request number (echoed) */
 	uint64_t id;	/* region id (ADD, DEL) */
-	uint64_t start; /* program address of the region (ADD) */
-	uint64_t len;	/* bytes (ADD) */
+	uint64_t start; /* program address of the region (ADD); of the call */
+	uint64_t len;	/* bytes (ADD); of the call (a WRITE of a call) */
+	uint64_t sp;	/* the sending thread's stack pointer (echoed) */
 	uint32_t cpu;	/* hint: the sender's CPU */
 	uint32_t pad;
 };
+
+/*
+ * A WRITE with @len not 0 is a piece of a call: one call of the program
+ * (a rare_write_memcpy(), a rare_write_memset()) writes the @len bytes at
+ * @start, in one request or, larger than one message, in several in
+ * order. The helper keeps the call in its own memory, out of the
+ * program's reach: a first piece (no call open) opens it, and must be one
+ * segment at @start no longer than @len, inside one registered region;
+ * while it is open the helper takes nothing but its next piece, one
+ * segment that starts where the last one ended, names the same call and
+ * stays inside it (any other request is refused, -EBUSY or -EINVAL: only
+ * two requests in flight at once, a forged req_lock, can send one). A
+ * piece that does not end the call ends on an 8-byte boundary (no aligned
+ * word torn over two requests, 14b). The answer echoes the call and how
+ * much of it is done (struct prw_answer): the program compares the first
+ * piece's echo with the range it checked, held in registers, and takes
+ * every next piece's place from the echo, never from its own memory,
+ * where the previous wait left it for a store to move (the review of 15a:
+ * the rest of a 300 KiB copy went over another pool's head).
+ *
+ * @sp names the thread: a caller takes an answer for its own only when
+ * the echo names its stack pointer, so two calls that a forged req_lock
+ * let in at once, with the same seq and the same write, cannot take each
+ * other's answer (the second would return before its own request was
+ * applied).
+ */
 
 /*
  * helper -> program: the answer to the program's latest request, in the
@@ -129,6 +156,12 @@ struct prw_answer {
 	uint64_t data;	 /* first min(len, 8) bytes (prw_unit()) */
 	uint64_t total;	 /* a WRITE's data bytes */
 	uint64_t digest; /* prw_digest() of a WRITE's segments */
+	uint64_t sp;	 /* the request's stack pointer (any op) */
+	/* A piece of a call's (0 else): the call's start and length, as the
+	 * helper keeps them, and the bytes of it done so far. */
+	uint64_t call_dst;
+	uint64_t call_len;
+	uint64_t call_done;
 };
 #define PRW_ANSWER_BIT(count) (1u << ((count)&31u))
 
