@@ -112,6 +112,17 @@
  * saves; the attacker rewrites it to another live pool's record, which
  * is then destroyed in its stead (it leaves the table, or its pages are
  * unmapped under its record).
+ *
+ * 27r (every backend, 15d's open cell): rare_pool_create() got the new
+ * mapping's start from the backend's create() in the record it filled on
+ * the stack, and checked it only against the other regions before the
+ * table took it; the attacker rewrites every word of the victim's stack
+ * equal to that start, while a creation runs, to a page of the program's
+ * plain memory outside every region (.bss here; .data, RELRO or libc's
+ * data alike): the pool is recorded there and its head written there
+ * (mprotect and pkey change that memory's protection, process maps the
+ * pool's memfd over it). A table that names that memory, or a write
+ * there, counts as landed, aborted or not.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -1603,4 +1614,117 @@ ATTACK("27p", inflight_sealed_zeroes,
 	if_trials(zero_trial, NULL,
 		  "another live pool was zeroed (or destroyed)",
 		  "the other pool's object unchanged");
+}
+
+/* ---- 27r: a new pool's start, moved to memory outside every region ---- */
+
+/* Plain memory of the program's, in no region: .bss, page-aligned, as a
+ * page of .data or of libc's data would be. */
+static unsigned char if_elsewhere[16 * 4096] __attribute__((aligned(4096)));
+
+static struct {
+	uint64_t start;	       /* the mapping the loop's pool gets */
+	uint64_t slot;	       /* its slot in the table */
+	volatile int creating; /* the victim is inside rare_pool_create() */
+} ifq;
+
+/* Whether a live record of the table names if_elsewhere, or a write went
+ * there (it is zero until then). */
+static bool elsewhere_touched(void)
+{
+	uintptr_t lo = (uintptr_t)if_elsewhere, hi = lo + sizeof(if_elsewhere);
+
+	for (unsigned i = 0; i < ifh.table->nr_regions && i < RW_MAX_REGIONS;
+	     i++) {
+		const struct rw_region *r = &ifh.table->regions[i];
+
+		if (r->kind != RW_REGION_FREE && r->start < hi &&
+		    lo < r->start + r->len)
+			return true;
+	}
+	for (size_t i = 0; i < sizeof(if_elsewhere); i++)
+		if (((volatile unsigned char *)if_elsewhere)[i])
+			return true;
+	return false;
+}
+
+/* The library's abort after the record or a write went there: landed (a
+ * write outside the pool happened, or the table named that memory). */
+static void elsewhere_abort(int sig)
+{
+	(void)sig;
+	if (elsewhere_touched()) {
+		__atomic_add_fetch(ift.stores, ifl.stores, __ATOMIC_SEQ_CST);
+		_exit(IF_LANDED);
+	}
+	signal(SIGABRT, SIG_DFL);
+	raise(SIGABRT);
+}
+
+/* Each pool is destroyed by its start as the table records it: the
+ * returned pointer crosses the victim's stack while the attacker may still
+ * be rewriting it. */
+static void *start_victim(void *arg)
+{
+	const struct rw_region *r = &ifh.table->regions[ifq.slot];
+
+	(void)arg;
+	for (int i = 0; i < IF_CALLS / 10 && !if_trial_over(i); i++) {
+		struct rare_pool *pool;
+
+		__atomic_store_n(&ifq.creating, 1, __ATOMIC_SEQ_CST);
+		pool = rare_pool_create(4096);
+		__atomic_store_n(&ifq.creating, 0, __ATOMIC_SEQ_CST);
+		if (!pool || elsewhere_touched() || r->kind != RW_REGION_POOL)
+			break;
+		rare_pool_destroy((struct rare_pool *)r->start);
+	}
+	return NULL;
+}
+
+/* The mapping's start, wherever it is in memory while a creation runs:
+ * if_elsewhere. */
+__attribute__((no_sanitize_address)) static void *start_attacker(void *arg)
+{
+	(void)arg;
+	while (!ifl.done) {
+		if (!__atomic_load_n(&ifq.creating, __ATOMIC_RELAXED))
+			continue;
+		for (volatile uint64_t *p = ifl.lo; p < ifl.hi; p++)
+			if (*p == ifq.start) {
+				*p = (uint64_t)(uintptr_t)if_elsewhere;
+				ifl.stores++;
+			}
+	}
+	return NULL;
+}
+
+static int start_trial(void *arg)
+{
+	struct rare_pool *p;
+	const struct rw_region *r;
+
+	(void)arg;
+	ifb.table = ifh.table = attack_lib_sym("rw_table");
+	p = ifh.table ? rare_pool_create(4096) : NULL;
+	r = p ? if_region_of(p) : NULL;
+	if (!r || r->len > sizeof(if_elsewhere))
+		return IF_BROKEN;
+	ifq.start = r->start;
+	ifq.slot = (uint64_t)(r - ifh.table->regions);
+	rare_pool_destroy(p);
+	signal(SIGABRT, elsewhere_abort);
+	if_race(start_victim, if_attacker(start_attacker), NULL);
+	return elsewhere_touched() ? IF_LANDED : IF_HELD;
+}
+
+ATTACK("27r", inflight_pool_start,
+       "rewrite the start of the mapping `rare_pool_create` made, in flight "
+       "on its stack, to plain memory of the program's outside every "
+       "region: the pool is recorded there and its head written there")
+{
+	if_trials(start_trial, NULL,
+		  "a new pool was recorded on, or wrote to, memory outside "
+		  "every region",
+		  "every new pool recorded on its own mapping");
 }
