@@ -1623,9 +1623,10 @@ ATTACK("27p", inflight_sealed_zeroes,
 static unsigned char if_elsewhere[16 * 4096] __attribute__((aligned(4096)));
 
 static struct {
-	uint64_t start;	       /* the mapping the loop's pool gets */
-	uint64_t slot;	       /* its slot in the table */
-	volatile int creating; /* the victim is inside rare_pool_create() */
+	uint64_t start;		  /* the mapping the loop's pool gets */
+	uint64_t slot;		  /* its slot in the table */
+	volatile int creating;	  /* the victim is inside rare_pool_create() */
+	const char *volatile how; /* what elsewhere_touched() found */
 } ifq;
 
 /* Whether a live record of the table names if_elsewhere, or a write went
@@ -1639,12 +1640,16 @@ static bool elsewhere_touched(void)
 		const struct rw_region *r = &ifh.table->regions[i];
 
 		if (r->kind != RW_REGION_FREE && r->start < hi &&
-		    lo < r->start + r->len)
+		    lo < r->start + r->len) {
+			ifq.how = "the table recorded a pool there";
 			return true;
+		}
 	}
 	for (size_t i = 0; i < sizeof(if_elsewhere); i++)
-		if (((volatile unsigned char *)if_elsewhere)[i])
+		if (((volatile unsigned char *)if_elsewhere)[i]) {
+			ifq.how = "it was written";
 			return true;
+		}
 	return false;
 }
 
@@ -1654,6 +1659,9 @@ static void elsewhere_abort(int sig)
 {
 	(void)sig;
 	if (elsewhere_touched()) {
+		if (getenv("RAREWRITE_TEST_VERBOSE"))
+			fprintf(stderr, "27r: %s (then the library aborted)\n",
+				ifq.how);
 		__atomic_add_fetch(ift.stores, ifl.stores, __ATOMIC_SEQ_CST);
 		_exit(IF_LANDED);
 	}
@@ -1715,7 +1723,11 @@ static int start_trial(void *arg)
 	rare_pool_destroy(p);
 	signal(SIGABRT, elsewhere_abort);
 	if_race(start_victim, if_attacker(start_attacker), NULL);
-	return elsewhere_touched() ? IF_LANDED : IF_HELD;
+	if (!elsewhere_touched())
+		return IF_HELD;
+	if (getenv("RAREWRITE_TEST_VERBOSE"))
+		fprintf(stderr, "27r: %s\n", ifq.how);
+	return IF_LANDED;
 }
 
 ATTACK("27r", inflight_pool_start,

@@ -637,20 +637,35 @@ static int pool_key(const struct rw_region *self)
 	return rw_pkey_state.section_key;
 }
 
-/* Pools are not sealed: rare_pool_destroy() must be able to unmap them. */
+/*
+ * Pools are not sealed: rare_pool_destroy() must be able to unmap them.
+ * The key is chosen before the mapping, whose start goes into the core's
+ * table from the register mmap(2) returned it in; pkey_mprotect(2) takes
+ * it from there, inline: a start that crossed a call could have been
+ * rewritten to the program's data (27r), which would have been tagged
+ * with the pool's key and made writable in its windows.
+ */
 static int pkey_create(struct rw_region *r)
 {
-	void *p = mmap(NULL, r->len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	int err;
+	int key = pool_key(r);
+	long p = rw_sys6(SYS_mmap, 0, (long)rw_pool_made(RW_POOL_LEN),
+			 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+	long err;
 
-	if (p == MAP_FAILED)
-		return -errno;
-	r->start = (uintptr_t)p;
-	err = tag(r, pool_key(r));
-	if (err)
-		munmap(p, r->len);
-	return err;
+	if (p < 0 && p > -4096)
+		return (int)p;
+	rw_pool_made_put(RW_POOL_START, (uint64_t)p);
+	err = rw_sys6(SYS_pkey_mprotect, (long)rw_pool_made(RW_POOL_START),
+		      (long)rw_pool_made(RW_POOL_LEN), PROT_READ | PROT_WRITE,
+		      key, 0, 0);
+	if (err) {
+		rw_sys(SYS_munmap, rw_pool_made(RW_POOL_START),
+		       rw_pool_made(RW_POOL_LEN), 0);
+		return (int)err;
+	}
+	r->priv = (uintptr_t)key;
+	return 0;
 }
 
 static void pkey_destroy(struct rw_region *r)
