@@ -639,23 +639,27 @@ static int pool_key(const struct rw_region *self)
 
 /*
  * Pools are not sealed: rare_pool_destroy() must be able to unmap them.
- * The key is chosen before the mapping, whose start goes into the core's
- * table from the register mmap(2) returned it in; pkey_mprotect(2) takes
- * it from there, inline: a start that crossed a call could have been
- * rewritten to the program's data (27r), which would have been tagged
- * with the pool's key and made writable in its windows.
+ * The mapping's start goes into the core's table from the register
+ * mmap(2) returned it in, and pkey_mprotect(2) takes it from there,
+ * inline: a start that crossed a call could have been rewritten to the
+ * program's data (27r), which would have been tagged with the pool's key
+ * and made writable in its windows. The key is chosen after that call
+ * (rw_pool_made_put() saves callee-saved registers: a key kept across it
+ * could come back as another's), and crosses only rw_pool_made(), which
+ * saves none.
  */
 static int pkey_create(struct rw_region *r)
 {
-	int key = pool_key(r);
 	long p = rw_sys6(SYS_mmap, 0, (long)rw_pool_made(RW_POOL_LEN),
 			 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 			 -1, 0);
 	long err;
+	int key;
 
 	if (p < 0 && p > -4096)
 		return (int)p;
 	rw_pool_made_put(RW_POOL_START, (uint64_t)p);
+	key = pool_key(r);
 	err = rw_sys6(SYS_pkey_mprotect, (long)rw_pool_made(RW_POOL_START),
 		      (long)rw_pool_made(RW_POOL_LEN), PROT_READ | PROT_WRITE,
 		      key, 0, 0);
