@@ -746,25 +746,32 @@ slot_freed(const char *call, const struct rw_region *r)
 static void created_check(struct rw_region *f, const struct rw_backend *b,
 			  size_t len, bool seal)
 {
+/* The request's, loaded at each use: @f is on the stack, where a store
+ * would turn a check of it into a false abort (or a false pass). */
+#define MADE_START ((uintptr_t)rw_table.pool_request.start)
+#define MADE_FD ((int)rw_table.pool_request.fd)
 	struct rw_region *o;
 
 	f->backend = b;
 	f->len = len;
 	f->seal = seal;
 	f->kind = RW_REGION_FREE;
-	f->start = (uintptr_t)rw_table.pool_request.start;
-	f->fd = (int)rw_table.pool_request.fd;
-	if (!f->start || f->start % rw_page_size || f->start + len < f->start ||
-	    (f->fd >= 0 && f->fd == rw_table.vault_fd))
+	f->start = MADE_START;
+	f->fd = MADE_FD;
+	if (!MADE_START || MADE_START % rw_page_size ||
+	    MADE_START + len < MADE_START ||
+	    (MADE_FD >= 0 && MADE_FD == rw_table.vault_fd))
 		goto bad;
 	rw_for_each_region(o)
-		if ((f->start < o->start + o->len &&
-		     o->start < f->start + len) ||
-		    (f->fd >= 0 && f->fd == o->fd))
+		if ((MADE_START < o->start + o->len &&
+		     o->start < MADE_START + len) ||
+		    (MADE_FD >= 0 && MADE_FD == o->fd))
 			goto bad;
 	return;
+#undef MADE_START
+#undef MADE_FD
 bad:
-	rw_die("rare_pool_create", (void *)f->start,
+	rw_die("rare_pool_create", (void *)rw_table.pool_request.start,
 	       "a new pool's record changed before it was committed (a store "
 	       "into the caller's stack?)");
 }
