@@ -1623,7 +1623,7 @@ ATTACK("27p", inflight_sealed_zeroes,
 static unsigned char if_elsewhere[16 * 4096] __attribute__((aligned(4096)));
 
 static struct {
-	uint64_t start;		  /* the mapping the loop's pool gets */
+	volatile uint64_t start;  /* the mapping the loop's pool gets */
 	uint64_t slot;		  /* its slot in the table */
 	volatile int creating;	  /* the victim is inside rare_pool_create() */
 	const char *volatile how; /* what elsewhere_touched() found */
@@ -1683,8 +1683,14 @@ static void *start_victim(void *arg)
 		__atomic_store_n(&ifq.creating, 1, __ATOMIC_SEQ_CST);
 		pool = rare_pool_create(4096);
 		__atomic_store_n(&ifq.creating, 0, __ATOMIC_SEQ_CST);
+		if (!pool && getenv("RAREWRITE_TEST_VERBOSE"))
+			fprintf(stderr, "27r: rare_pool_create: %s\n",
+				strerror(errno));
 		if (!pool || elsewhere_touched() || r->kind != RW_REGION_POOL)
 			break;
+		/* The next creation most likely maps the same place again
+		 * (the probe's may be a thread's stack by now). */
+		ifq.start = r->start;
 		rare_pool_destroy((struct rare_pool *)r->start);
 	}
 	return NULL;

@@ -832,8 +832,18 @@ static void call_pool(unsigned long i)
 	const struct rw_region *r;
 
 	guarded(create_thunk, i);
-	if (!made) /* refused (denial of service): nothing to check */
+	if (!made) { /* refused (denial of service): nothing to check */
+		static bool said;
+
+		if (!said && getenv("ATTACK_NOTES")) {
+			said = true;
+			fprintf(stderr,
+				"scribbler: rare_pool_create refused (%s), "
+				"first at call %lu\n",
+				strerror(errno), i);
+		}
 		return;
+	}
 	r = region_of(made);
 	if (!r || strcmp(r->backend->name, chk.backend))
 		landed("a pool was recorded on another backend");
