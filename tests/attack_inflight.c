@@ -113,7 +113,7 @@
  * is then destroyed in its stead (it leaves the table, or its pages are
  * unmapped under its record).
  *
- * 27r (every backend, 15d's open cell): rare_pool_create() got the new
+ * 27r (every backend, what kept 15d open): rare_pool_create() got the new
  * mapping's start from the backend's create() in the record it filled on
  * the stack, and checked it only against the other regions before the
  * table took it; the attacker rewrites every word of the victim's stack

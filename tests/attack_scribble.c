@@ -960,9 +960,9 @@ ATTACK("15f", scribble_window,
  * code: mprotect's control memfd became pwrite's empty slot (EBADF in the
  * table's vault store, -O2), the process backend's answer page
  * mprotect's (a NULL read, check-asan). Calls: a write, an add, a map, a
- * window where the backend has them. Not pool create/destroy: the new
- * record still crosses calls on the stack (15d, open), and ends in the
- * library's "not a live rare_pool" abort under these swaps too.
+ * window where the backend has them. Not pool create/destroy (15d): the
+ * new record's backend word still crosses calls on the stack, and a run
+ * ends in the library's "not a live rare_pool" abort under these swaps.
  */
 static void ops_write_thunk(unsigned long i)
 {

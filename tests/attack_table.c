@@ -69,7 +69,7 @@ const struct attack_expect attack_table[] = {
 	{"15a", {B, B, B, B, O}},
 	{"15b", {B, B, B, B, B}},
 	{"15c", {B, B, B, B, B}},
-	{"15d", {O, O, O, O, O}},
+	{"15d", {B, B, B, B, B}},
 	{"15e", {O, O, O, O, O}},
 	{"15f", {B, NA, NA, B, NA}},
 	{"15g", {B, B, B, B, B}},
