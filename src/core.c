@@ -737,7 +737,7 @@ slot_freed(const char *call, const struct rw_region *r)
  * The record create() filled sits on the stack across its system calls,
  * where another thread can rewrite it (the scribbler, 15d): the backend,
  * length and seal are put back from this call's own values, the start and
- * descriptor from what create() put into the request (27r; the table's
+ * descriptor from what create() put into the request (27t; the table's
  * record is written from there again after the copy), and the range and
  * descriptor must be new to the table (a record pointing at a section or
  * at another region's memfd would aim every later write there).
@@ -1062,7 +1062,7 @@ _Static_assert(
 	"pool_request_put() writes start and fd as words 4 and 5");
 
 /*
- * What a backend's create() made (27r): the new pool's start and
+ * What a backend's create() made (27t): the new pool's start and
  * descriptor, put into the request from the register the system call
  * returned them in. The record create() filled sits on the stack, and
  * created_check() could only refuse a start on another region: a store
@@ -1274,7 +1274,7 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 	} else {
 		/* Plain memory until init (or the first rare_write_seal_self())
 		 * adopts it, like a section; its start into the request as a
-		 * backend's create() puts it (27r). */
+		 * backend's create() puts it (27t). */
 		long p = rw_sys6(SYS_mmap, 0, (long)POOL_LEN,
 				 PROT_READ | PROT_WRITE,
 				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -1305,7 +1305,7 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 	/* Where the pool is, and its descriptor, are the kernel's, which
 	 * create() put into the request from the system calls' registers:
 	 * the record's copies came through the stack, where a store moved
-	 * the start to memory outside every region (27r). Written from the
+	 * the start to memory outside every region (27t). Written from the
 	 * request, each from a register, until the record holds them; the
 	 * bookkeeping opens at the start. */
 	while (RW_POOL_SLOT->start != POOL_REQ(start) ||

@@ -82,7 +82,7 @@ struct rw_backend {
 	 * the register the system call returned them in, before any
 	 * function call (rw_pool_made_put()), and every later use takes
 	 * them, the length and the seal from there (rw_pool_made()), never
-	 * from @r, which sits in writable memory (27r); @r->priv is the
+	 * from @r, which sits in writable memory (27t); @r->priv is the
 	 * backend's to set.
 	 */
 	int (*create)(struct rw_region *r);
@@ -303,7 +303,7 @@ RW_HIDDEN int rw_view_fork_copy(int fd, void *at, size_t len, bool seal,
 
 /*
  * core.c, for the backends' create(): the pool being created, as the
- * table's request holds it (27r). A start or descriptor a backend carried
+ * table's request holds it (27t). A start or descriptor a backend carried
  * in memory, or in a register its callee saved on the stack, could be
  * rewritten to plain memory outside every region, where the pool was then
  * recorded and written.

@@ -61,7 +61,7 @@ int rw_memfd_new(const char *name, size_t len, const void *contents,
 
 /* Both system calls inline, with no call in between: @at stays in a
  * register from the caller's to the kernel (a pool's start, which the
- * caller loads from the table: 27r). */
+ * caller loads from the table: 27t). */
 int rw_view_seal(void *at, size_t len, bool seal)
 {
 	long err = rw_sys(SYS_madvise, at, len, MADV_DONTFORK);

@@ -90,7 +90,7 @@ struct rw_table {
 	 * written from the register it was found in; @start and @fd, the
 	 * new pool's mapping and descriptor (-1: none), written by the
 	 * backend's create() from the register the system call returned them
-	 * in (rw_pool_made_put(), 27r), 0 and -1 until then. */
+	 * in (rw_pool_made_put(), 27t), 0 and -1 until then. */
 	struct {
 		uint64_t level, len, meta_len, caller, start, fd, slot;
 	} pool_request;

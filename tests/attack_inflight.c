@@ -113,7 +113,7 @@
  * is then destroyed in its stead (it leaves the table, or its pages are
  * unmapped under its record).
  *
- * 27r (every backend, what kept 15d open): rare_pool_create() got the new
+ * 27t (every backend, what kept 15d open): rare_pool_create() got the new
  * mapping's start from the backend's create() in the record it filled on
  * the stack, and checked it only against the other regions before the
  * table took it; the attacker rewrites every word of the victim's stack
@@ -1616,7 +1616,7 @@ ATTACK("27p", inflight_sealed_zeroes,
 		  "the other pool's object unchanged");
 }
 
-/* ---- 27r: a new pool's start, moved to memory outside every region ---- */
+/* ---- 27t: a new pool's start, moved to memory outside every region ---- */
 
 /* Plain memory of the program's, in no region: .bss, page-aligned, as a
  * page of .data or of libc's data would be. */
@@ -1660,7 +1660,7 @@ static void elsewhere_abort(int sig)
 	(void)sig;
 	if (elsewhere_touched()) {
 		if (getenv("RAREWRITE_TEST_VERBOSE"))
-			fprintf(stderr, "27r: %s (then the library aborted)\n",
+			fprintf(stderr, "27t: %s (then the library aborted)\n",
 				ifq.how);
 		__atomic_add_fetch(ift.stores, ifl.stores, __ATOMIC_SEQ_CST);
 		_exit(IF_LANDED);
@@ -1684,7 +1684,7 @@ static void *start_victim(void *arg)
 		pool = rare_pool_create(4096);
 		__atomic_store_n(&ifq.creating, 0, __ATOMIC_SEQ_CST);
 		if (!pool && getenv("RAREWRITE_TEST_VERBOSE"))
-			fprintf(stderr, "27r: rare_pool_create: %s\n",
+			fprintf(stderr, "27t: rare_pool_create: %s\n",
 				strerror(errno));
 		if (!pool || elsewhere_touched() || r->kind != RW_REGION_POOL)
 			break;
@@ -1732,11 +1732,11 @@ static int start_trial(void *arg)
 	if (!elsewhere_touched())
 		return IF_HELD;
 	if (getenv("RAREWRITE_TEST_VERBOSE"))
-		fprintf(stderr, "27r: %s\n", ifq.how);
+		fprintf(stderr, "27t: %s\n", ifq.how);
 	return IF_LANDED;
 }
 
-ATTACK("27r", inflight_pool_start,
+ATTACK("27t", inflight_pool_start,
        "rewrite the start of the mapping `rare_pool_create` made, in flight "
        "on its stack, to plain memory of the program's outside every "
        "region: the pool is recorded there and its head written there")

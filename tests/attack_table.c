@@ -116,6 +116,6 @@ const struct attack_expect attack_table[] = {
 	{"27n", {B, B, B, B, B}},
 	{"27o", {B, B, B, B, B}},
 	{"27p", {B, B, B, B, B}},
-	{"27r", {B, B, B, B, B}},
+	{"27t", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

@@ -100,7 +100,7 @@ int rw_memfd_adopt(struct rw_region *r)
  * registers the system calls returned them in, and every later use takes
  * them from there, inline where they reach the kernel: in memory (this
  * record, or a register a callee saved) a store moved the start to the
- * program's data, where the pool was recorded (27r), or the descriptor to
+ * program's data, where the pool was recorded (27t), or the descriptor to
  * another file the pool's writes would reach. Nothing is mapped but the
  * view, so on failure only the view and the descriptor go.
  */

@@ -406,7 +406,7 @@ static int mprotect_adopt(struct rw_region *r)
 }
 
 /* The start goes into the core's table from the register mmap(2)
- * returned it in (27r: a start in memory was rewritten to the program's
+ * returned it in (27t: a start in memory was rewritten to the program's
  * data, which every write to the pool then made writable); cut()'s advice
  * takes the table's, and its piece size only bounds flips inside the
  * region. */

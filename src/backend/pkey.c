@@ -642,7 +642,7 @@ static int pool_key(const struct rw_region *self)
  * The mapping's start goes into the core's table from the register
  * mmap(2) returned it in, and pkey_mprotect(2) takes it from there,
  * inline: a start that crossed a call could have been rewritten to the
- * program's data (27r), which would have been tagged with the pool's key
+ * program's data (27t), which would have been tagged with the pool's key
  * and made writable in its windows. The key is chosen after that call
  * (rw_pool_made_put() saves callee-saved registers: a key kept across it
  * could come back as another's), and crosses only rw_pool_made(), which

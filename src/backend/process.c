@@ -853,7 +853,7 @@ static int memfd_new(const char *name, size_t len, const void *contents)
  * every future write and map the program's read-only view over r->start.
  * On success @fd becomes r->fd (read-only by its seals), else it is closed.
  * @made (a constant: always inline): a pool's creation, whose start,
- * length and descriptor are the core's request's (rw_pool_made(), 27r),
+ * length and descriptor are the core's request's (rw_pool_made(), 27t),
  * loaded at each use, never @r's or @fd, which sit in writable memory: a
  * start moved there to the program's data had the pool's view mapped over
  * it and recorded there.
@@ -914,7 +914,7 @@ static int process_adopt(struct rw_region *r)
 }
 
 /* The placeholder's start and the memfd go into the core's table from the
- * registers mmap(2) and memfd_create(2) returned them in (27r); the view
+ * registers mmap(2) and memfd_create(2) returned them in (27t); the view
  * is mapped over the placeholder from there. */
 static int process_create(struct rw_region *r)
 {
