@@ -814,31 +814,42 @@ slot_freed(const char *call, const struct rw_region *r)
 /*
  * The record create() filled sits on the stack across its system calls,
  * where another thread can rewrite it (the scribbler, 15d): the backend,
- * length and seal are put back from this call's own values, and the range
- * and descriptor must be new to the table (a record pointing at a section
- * or at another region's memfd would aim every later write there).
+ * length and seal are put back from this call's own values, the start and
+ * descriptor from what create() put into the request (27t; the table's
+ * record is written from there again after the copy), and the range and
+ * descriptor must be new to the table (a record pointing at a section or
+ * at another region's memfd would aim every later write there).
  * registry_lock held.
  */
 static void created_check(struct rw_region *f, const struct rw_backend *b,
 			  size_t len, bool seal)
 {
+/* The request's, loaded at each use: @f is on the stack, where a store
+ * would turn a check of it into a false abort (or a false pass). */
+#define MADE_START ((uintptr_t)rw_table.pool_request.start)
+#define MADE_FD ((int)rw_table.pool_request.fd)
 	struct rw_region *o;
 
 	f->backend = b;
 	f->len = len;
 	f->seal = seal;
 	f->kind = RW_REGION_FREE;
-	if (!f->start || f->start % rw_page_size || f->start + len < f->start ||
-	    (f->fd >= 0 && f->fd == rw_table.vault_fd))
+	f->start = MADE_START;
+	f->fd = MADE_FD;
+	if (!MADE_START || MADE_START % rw_page_size ||
+	    MADE_START + len < MADE_START ||
+	    (MADE_FD >= 0 && MADE_FD == rw_table.vault_fd))
 		goto bad;
 	rw_for_each_region(o)
-		if ((f->start < o->start + o->len &&
-		     o->start < f->start + len) ||
-		    (f->fd >= 0 && f->fd == o->fd))
+		if ((MADE_START < o->start + o->len &&
+		     o->start < MADE_START + len) ||
+		    (MADE_FD >= 0 && MADE_FD == o->fd))
 			goto bad;
 	return;
+#undef MADE_START
+#undef MADE_FD
 bad:
-	rw_die("rare_pool_create", (void *)f->start,
+	rw_die("rare_pool_create", (void *)rw_table.pool_request.start,
 	       "a new pool's record changed before it was committed (a store "
 	       "into the caller's stack?)");
 }
@@ -941,8 +952,9 @@ pool_request_put(uint64_t level, uint64_t len, uint64_t meta_len)
 
 	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
 	    !RW_RAWSYS_INLINE) {
-		/* The first four words, as the asm below. */
-		const uint64_t req[4] = {level, len, meta_len, caller};
+		/* The first six words, as the asm below. */
+		const uint64_t req[6] = {level,	 len, meta_len,
+					 caller, 0,   (uint64_t)-1};
 
 		rw_table_store(&rw_table.pool_request, req, sizeof(req));
 		return;
@@ -950,18 +962,20 @@ pool_request_put(uint64_t level, uint64_t len, uint64_t meta_len)
 #if RW_RAWSYS_INLINE
 	__asm__ volatile(
 		"sub $128, %%rsp\n\t" /* the red zone */
+		"push $-1\n\t"	      /* fd: none yet */
+		"push $0\n\t"	      /* start: none yet */
 		"push %[caller]\n\t"
 		"push %[meta]\n\t"
 		"push %[len]\n\t"
 		"push %[level]\n\t"
 		"mov %[fd], %%edi\n\t"
 		"mov %%rsp, %%rsi\n\t"
-		"mov $32, %%edx\n\t"
+		"mov $48, %%edx\n\t"
 		"mov %[off], %%r10\n\t"
 		"mov %[nr], %%eax\n\t"
 		"syscall\n\t"
-		"add $160, %%rsp\n\t"
-		"cmp $32, %%rax\n\t"
+		"add $176, %%rsp\n\t"
+		"cmp $48, %%rax\n\t"
 		"jne 1f\n\t"
 		"xor %%eax, %%eax\n\t"
 		"cmp %[level], (%[at])\n\t"
@@ -971,6 +985,10 @@ pool_request_put(uint64_t level, uint64_t len, uint64_t meta_len)
 		"cmp %[meta], 16(%[at])\n\t"
 		"jne 1f\n\t"
 		"cmp %[caller], 24(%[at])\n\t"
+		"jne 1f\n\t"
+		"cmpq $0, 32(%[at])\n\t"
+		"jne 1f\n\t"
+		"cmpq $-1, 40(%[at])\n\t"
 		"je 2f\n"
 		"1:\tmov $1, %%eax\n"
 		"2:"
@@ -1053,6 +1071,133 @@ pool_slot_put(const char *call, uint64_t slot)
 		rw_die(call, NULL,
 		       "the pool's slot changed on its way to the table (a "
 		       "store into the caller's stack?)");
+}
+
+/*
+ * Store the word @v at @dst in the table from the register it is in, and
+ * compare, as pool_slot_put() (@dst computed from the table, in a
+ * register). The copy pwrite(2) reads is pushed below the red zone, where
+ * another thread's store can change it before the kernel copies it: the
+ * table then differs from the register, which is the truth, so the store
+ * is made again from it, a few times, before the call aborts naming @call.
+ */
+static inline __attribute__((always_inline)) void
+table_word_put(const char *call, uint64_t *dst, uint64_t v)
+{
+	long bad = 0;
+
+	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
+	    !RW_RAWSYS_INLINE) {
+		rw_table_store(dst, &v, sizeof(v));
+		bad = __atomic_load_n(dst, __ATOMIC_RELAXED) != v;
+	}
+#if RW_RAWSYS_INLINE
+	else {
+		/* The retries inside the asm: a C loop around it took @v
+		 * back from the stack copy the fallback above made. */
+		unsigned long tries = 8;
+
+		__asm__ volatile(
+			"0:\tsub $128, %%rsp\n\t" /* the red zone */
+			"push %[v]\n\t"
+			"mov %[fd], %%edi\n\t"
+			"mov %%rsp, %%rsi\n\t"
+			"mov $8, %%edx\n\t"
+			"mov %[off], %%r10\n\t"
+			"mov %[nr], %%eax\n\t"
+			"syscall\n\t"
+			"add $136, %%rsp\n\t"
+			"cmp $8, %%rax\n\t"
+			"jne 1f\n\t"
+			"cmp %[v], (%[at])\n\t"
+			"je 2f\n"
+			"1:\tdec %[tries]\n\t"
+			"jnz 0b\n\t"
+			"mov $1, %%eax\n\t"
+			"jmp 3f\n"
+			"2:\txor %%eax, %%eax\n"
+			"3:"
+			: "=&a"(bad), [tries] "+r"(tries)
+			: [fd] "m"(rw_table.vault_fd), [at] "r"(dst),
+			  [off] "r"((uintptr_t)dst - (uintptr_t)&rw_table),
+			  [v] "r"(v), [nr] "i"(SYS_pwrite64)
+			: "rdi", "rsi", "rdx", "r10", "rcx", "r11", "memory",
+			  "cc");
+	}
+#endif
+	if (bad)
+		rw_die(call, NULL,
+		       "the table's word changed on its way there (a store "
+		       "into the caller's stack?)");
+}
+
+_Static_assert(
+	__builtin_offsetof(struct rw_table, pool_request.start) ==
+			__builtin_offsetof(struct rw_table, pool_request) +
+				32 &&
+		__builtin_offsetof(struct rw_table, pool_request.fd) ==
+			__builtin_offsetof(struct rw_table, pool_request) + 40,
+	"pool_request_put() writes start and fd as words 4 and 5");
+
+/*
+ * What a backend's create() made (27t): the new pool's start and
+ * descriptor, put into the request from the register the system call
+ * returned them in. The record create() filled sits on the stack, and
+ * created_check() could only refuse a start on another region: a store
+ * moved it to plain memory outside every region (.data, RELRO, libc's
+ * data), and the pool was recorded and written there. The request is only
+ * this creation's: in a destroy's its length is 0.
+ */
+void rw_pool_made_put(enum rw_pool_field f, uint64_t v)
+{
+	if (!POOL_REQ(len) || (f != RW_POOL_START && f != RW_POOL_FD))
+		rw_die("rare_pool_create", NULL,
+		       "a pool's mapping recorded outside a creation");
+	table_word_put("rare_pool_create",
+		       f == RW_POOL_START ? &rw_table.pool_request.start
+					  : &rw_table.pool_request.fd,
+		       v);
+}
+
+uint64_t rw_pool_made(enum rw_pool_field f)
+{
+	switch (f) {
+	case RW_POOL_START:
+		return POOL_REQ(start);
+	case RW_POOL_FD:
+		return POOL_REQ(fd);
+	case RW_POOL_LEN:
+		return POOL_REQ(len);
+	case RW_POOL_SEALED:
+		return POOL_SEAL;
+	}
+	return 0;
+}
+
+/*
+ * The descriptor goes into the request before any call, and every system
+ * call after takes it from there (inline: nothing of it is in memory). A
+ * descriptor that crossed libc's ftruncate() in a register its callee
+ * saved could be another of the program's files: that file would be
+ * truncated, and the pool's writes go there.
+ */
+int rw_pool_memfd(unsigned seals)
+{
+	long fd = rw_sys(SYS_memfd_create, "rarewrite",
+			 MFD_CLOEXEC | MFD_ALLOW_SEALING, 0);
+	long err;
+
+	if (fd < 0)
+		return (int)fd;
+	rw_pool_made_put(RW_POOL_FD, (uint64_t)fd);
+	err = rw_sys(SYS_ftruncate, (int)POOL_REQ(fd), POOL_REQ(len), 0);
+	if (!err)
+		err = rw_sys(SYS_fcntl, (int)POOL_REQ(fd), F_ADD_SEALS, seals);
+	if (err) {
+		rw_sys(SYS_close, (int)POOL_REQ(fd), 0, 0);
+		rw_pool_made_put(RW_POOL_FD, (uint64_t)-1);
+	}
+	return (int)err;
 }
 
 /* Abort unless the request in the table is still this call's: pools_lock
@@ -1206,12 +1351,15 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 		filled.protected_ = true;
 	} else {
 		/* Plain memory until init (or the first rare_write_seal_self())
-		 * adopts it, like a section. */
-		void *p = mmap(NULL, POOL_LEN, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		 * adopts it, like a section; its start into the request as a
+		 * backend's create() puts it (27t). */
+		long p = rw_sys6(SYS_mmap, 0, (long)POOL_LEN,
+				 PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-		err = p == MAP_FAILED ? -errno : 0;
-		filled.start = (uintptr_t)p;
+		err = p < 0 && p > -4096 ? (int)p : 0;
+		if (!err)
+			rw_pool_made_put(RW_POOL_START, (uint64_t)p);
 	}
 	if (err)
 		goto out;
@@ -1232,12 +1380,35 @@ struct rw_region *rw_region_create(size_t len, size_t meta_len,
 		table_put("rare_pool_create", &RW_POOL_SLOT->backend, &b,
 			  sizeof(b));
 	}
+	/* Where the pool is, and its descriptor, are the kernel's, which
+	 * create() put into the request from the system calls' registers:
+	 * the record's copies came through the stack, where a store moved
+	 * the start to memory outside every region (27t). Written from the
+	 * request, each from a register, until the record holds them; the
+	 * bookkeeping opens at the start. */
+	while (RW_POOL_SLOT->start != POOL_REQ(start) ||
+	       RW_POOL_SLOT->user_start != POOL_REQ(start)) {
+		table_word_put("rare_pool_create",
+			       (uint64_t *)&RW_POOL_SLOT->start,
+			       POOL_REQ(start));
+		table_word_put("rare_pool_create",
+			       (uint64_t *)&RW_POOL_SLOT->user_start,
+			       POOL_REQ(start));
+	}
+	while (RW_POOL_SLOT->fd != (int)POOL_REQ(fd)) {
+		const int fd = (int)POOL_REQ(fd);
+
+		table_put("rare_pool_create", &RW_POOL_SLOT->fd, &fd,
+			  sizeof(fd));
+	}
 	/* The record as the table holds it, not its stack copy, which
 	 * created_check() saw before the copies and system calls of the
 	 * fill: the request's length and seal, a range and a descriptor new
 	 * to the table, and the slot still free. */
 	slot_freed("rare_pool_create", RW_POOL_SLOT);
 	if (RW_POOL_SLOT->len != POOL_LEN ||
+	    RW_POOL_SLOT->start != POOL_REQ(start) ||
+	    RW_POOL_SLOT->fd != (int)POOL_REQ(fd) ||
 	    RW_POOL_SLOT->user_start != RW_POOL_SLOT->start ||
 	    RW_POOL_SLOT->seal != POOL_SEAL || !record_new(RW_POOL_SLOT))
 		rw_die("rare_pool_create", (void *)RW_POOL_SLOT->start,

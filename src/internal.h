@@ -76,7 +76,15 @@ struct rw_backend {
 	int (*setup)(void);
 	/* Protect existing memory (a section): contents and address kept. */
 	int (*adopt)(struct rw_region *r);
-	/* Create r->len bytes of zeroed protected memory; set r->start. */
+	/*
+	 * Create r->len bytes of zeroed protected memory: 0 or -errno. The
+	 * new mapping's start and descriptor go to the core's table from
+	 * the register the system call returned them in, before any
+	 * function call (rw_pool_made_put()), and every later use takes
+	 * them, the length and the seal from there (rw_pool_made()), never
+	 * from @r, which sits in writable memory (27t); @r->priv is the
+	 * backend's to set.
+	 */
 	int (*create)(struct rw_region *r);
 	/* Release what create() made. */
 	void (*destroy)(struct rw_region *r);
@@ -292,6 +300,31 @@ RW_HIDDEN int rw_view_seal(void *at, size_t len, bool seal);
  * Returns the copy's fd; dies on failure. */
 RW_HIDDEN int rw_view_fork_copy(int fd, void *at, size_t len, bool seal,
 				unsigned seals);
+
+/*
+ * core.c, for the backends' create(): the pool being created, as the
+ * table's request holds it (27t). A start or descriptor a backend carried
+ * in memory, or in a register its callee saved on the stack, could be
+ * rewritten to plain memory outside every region, where the pool was then
+ * recorded and written.
+ */
+enum rw_pool_field {
+	RW_POOL_START, /* the new mapping's start (0: none yet) */
+	RW_POOL_FD,    /* its descriptor (-1: none) */
+	RW_POOL_LEN,   /* the request's length */
+	RW_POOL_SEALED /* the request's seal, 0 or 1 */
+};
+/* Put @v, the start or descriptor a system call has just returned, still
+ * in the register it came in, into the request; read it back and abort
+ * unless it is @v. Only in a creation, pools_lock held. */
+RW_HIDDEN void rw_pool_made_put(enum rw_pool_field f, uint64_t v);
+/* Field @f of the request: a load from the table (no store reaches it). */
+RW_HIDDEN uint64_t rw_pool_made(enum rw_pool_field f);
+/* A memfd for the new pool, sized to the request's length and sealed with
+ * @seals, its number put into the request as RW_POOL_FD from the register
+ * memfd_create(2) returned it in, every system call made inline with it
+ * loaded from there: 0 or -errno (the descriptor closed). */
+RW_HIDDEN int rw_pool_memfd(unsigned seals);
 
 /* core.c, for pool.c and list.c: regions and validated writes. */
 /* A pool region on the backend called @name (NULL: the process-wide

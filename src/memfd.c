@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "rawsys.h"
 
 #ifndef SYS_mseal
 #define SYS_mseal 462 /* Linux 6.10 */
@@ -58,14 +59,20 @@ int rw_memfd_new(const char *name, size_t len, const void *contents,
 	return fd;
 }
 
+/* Both system calls inline, with no call in between: @at stays in a
+ * register from the caller's to the kernel (a pool's start, which the
+ * caller loads from the table: 27t). */
 int rw_view_seal(void *at, size_t len, bool seal)
 {
-	if (madvise(at, len, MADV_DONTFORK))
-		return -errno;
+	long err = rw_sys(SYS_madvise, at, len, MADV_DONTFORK);
+
 	/* Kernels before 6.10 have no mseal(2): the view stays unsealed. */
-	if (seal && syscall(SYS_mseal, at, len, 0UL) && errno != ENOSYS)
-		return -errno;
-	return 0;
+	if (!err && seal) {
+		err = rw_sys(SYS_mseal, at, len, 0);
+		if (err == -ENOSYS)
+			err = 0;
+	}
+	return (int)err;
 }
 
 int rw_view_fork_copy(int fd, void *at, size_t len, bool seal, unsigned seals)

@@ -87,9 +87,12 @@ struct rw_table {
 	 * pool's own backend (0: the process-wide default) | seal << 8;
 	 * @len and @meta_len; @caller, the call's stack pointer (27m); @slot,
 	 * the index of the region slot the call fills or frees (27n, 27o),
-	 * written from the register it was found in. */
+	 * written from the register it was found in; @start and @fd, the
+	 * new pool's mapping and descriptor (-1: none), written by the
+	 * backend's create() from the register the system call returned them
+	 * in (rw_pool_made_put(), 27t), 0 and -1 until then. */
 	struct {
-		uint64_t level, len, meta_len, caller, slot;
+		uint64_t level, len, meta_len, caller, start, fd, slot;
 	} pool_request;
 	/* maps_lock */
 	uint64_t nr_maps; /* high-water mark of maps[] */

@@ -119,6 +119,17 @@
  * the segment that writes the head's link (alone, deeper than the
  * helper's own array of four) at another live object of the pool, which
  * the link then overwrites.
+ *
+ * 27t (every backend, what kept 15d open): rare_pool_create() got the new
+ * mapping's start from the backend's create() in the record it filled on
+ * the stack, and checked it only against the other regions before the
+ * table took it; the attacker rewrites every word of the victim's stack
+ * equal to that start, while a creation runs, to a page of the program's
+ * plain memory outside every region (.bss here; .data, RELRO or libc's
+ * data alike): the pool is recorded there and its head written there
+ * (mprotect and pkey change that memory's protection, process maps the
+ * pool's memfd over it). A table that names that memory, or a write
+ * there, counts as landed, aborted or not.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -1724,4 +1735,135 @@ ATTACK("27r", inflight_seg_copy,
 	if_trials(seg_trial, NULL,
 		  "a list link went into another live object of the pool",
 		  "the other object unchanged");
+}
+
+/* ---- 27t: a new pool's start, moved to memory outside every region ---- */
+
+/* Plain memory of the program's, in no region: .bss, page-aligned, as a
+ * page of .data or of libc's data would be. */
+static unsigned char if_elsewhere[16 * 4096] __attribute__((aligned(4096)));
+
+static struct {
+	volatile uint64_t start;  /* the mapping the loop's pool gets */
+	uint64_t slot;		  /* its slot in the table */
+	volatile int creating;	  /* the victim is inside rare_pool_create() */
+	const char *volatile how; /* what elsewhere_touched() found */
+} ifq;
+
+/* Whether a live record of the table names if_elsewhere, or a write went
+ * there (it is zero until then). */
+static bool elsewhere_touched(void)
+{
+	uintptr_t lo = (uintptr_t)if_elsewhere, hi = lo + sizeof(if_elsewhere);
+
+	for (unsigned i = 0; i < ifh.table->nr_regions && i < RW_MAX_REGIONS;
+	     i++) {
+		const struct rw_region *r = &ifh.table->regions[i];
+
+		if (r->kind != RW_REGION_FREE && r->start < hi &&
+		    lo < r->start + r->len) {
+			ifq.how = "the table recorded a pool there";
+			return true;
+		}
+	}
+	for (size_t i = 0; i < sizeof(if_elsewhere); i++)
+		if (((volatile unsigned char *)if_elsewhere)[i]) {
+			ifq.how = "it was written";
+			return true;
+		}
+	return false;
+}
+
+/* The library's abort after the record or a write went there: landed (a
+ * write outside the pool happened, or the table named that memory). */
+static void elsewhere_abort(int sig)
+{
+	(void)sig;
+	if (elsewhere_touched()) {
+		if (getenv("RAREWRITE_TEST_VERBOSE"))
+			fprintf(stderr, "27t: %s (then the library aborted)\n",
+				ifq.how);
+		__atomic_add_fetch(ift.stores, ifl.stores, __ATOMIC_SEQ_CST);
+		_exit(IF_LANDED);
+	}
+	signal(SIGABRT, SIG_DFL);
+	raise(SIGABRT);
+}
+
+/* Each pool is destroyed by its start as the table records it: the
+ * returned pointer crosses the victim's stack while the attacker may still
+ * be rewriting it. */
+static void *start_victim(void *arg)
+{
+	const struct rw_region *r = &ifh.table->regions[ifq.slot];
+
+	(void)arg;
+	for (int i = 0; i < IF_CALLS / 10 && !if_trial_over(i); i++) {
+		struct rare_pool *pool;
+
+		__atomic_store_n(&ifq.creating, 1, __ATOMIC_SEQ_CST);
+		pool = rare_pool_create(4096);
+		__atomic_store_n(&ifq.creating, 0, __ATOMIC_SEQ_CST);
+		if (!pool && getenv("RAREWRITE_TEST_VERBOSE"))
+			fprintf(stderr, "27t: rare_pool_create: %s\n",
+				strerror(errno));
+		if (!pool || elsewhere_touched() || r->kind != RW_REGION_POOL)
+			break;
+		/* The next creation most likely maps the same place again
+		 * (the probe's may be a thread's stack by now). */
+		ifq.start = r->start;
+		rare_pool_destroy((struct rare_pool *)r->start);
+	}
+	return NULL;
+}
+
+/* The mapping's start, wherever it is in memory while a creation runs:
+ * if_elsewhere. */
+__attribute__((no_sanitize_address)) static void *start_attacker(void *arg)
+{
+	(void)arg;
+	while (!ifl.done) {
+		if (!__atomic_load_n(&ifq.creating, __ATOMIC_RELAXED))
+			continue;
+		for (volatile uint64_t *p = ifl.lo; p < ifl.hi; p++)
+			if (*p == ifq.start) {
+				*p = (uint64_t)(uintptr_t)if_elsewhere;
+				ifl.stores++;
+			}
+	}
+	return NULL;
+}
+
+static int start_trial(void *arg)
+{
+	struct rare_pool *p;
+	const struct rw_region *r;
+
+	(void)arg;
+	ifb.table = ifh.table = attack_lib_sym("rw_table");
+	p = ifh.table ? rare_pool_create(4096) : NULL;
+	r = p ? if_region_of(p) : NULL;
+	if (!r || r->len > sizeof(if_elsewhere))
+		return IF_BROKEN;
+	ifq.start = r->start;
+	ifq.slot = (uint64_t)(r - ifh.table->regions);
+	rare_pool_destroy(p);
+	signal(SIGABRT, elsewhere_abort);
+	if_race(start_victim, if_attacker(start_attacker), NULL);
+	if (!elsewhere_touched())
+		return IF_HELD;
+	if (getenv("RAREWRITE_TEST_VERBOSE"))
+		fprintf(stderr, "27t: %s\n", ifq.how);
+	return IF_LANDED;
+}
+
+ATTACK("27t", inflight_pool_start,
+       "rewrite the start of the mapping `rare_pool_create` made, in flight "
+       "on its stack, to plain memory of the program's outside every "
+       "region: the pool is recorded there and its head written there")
+{
+	if_trials(start_trial, NULL,
+		  "a new pool was recorded on, or wrote to, memory outside "
+		  "every region",
+		  "every new pool recorded on its own mapping");
 }

@@ -45,6 +45,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -704,6 +705,36 @@ static void attack_rounds(void (*call)(unsigned long), unsigned long n)
 	sc.stores = r->stores;
 }
 
+/*
+ * With ATTACK_NOTES: how far the attack got when the library aborted it.
+ * An abort holds, but a run cut short after a few calls is little
+ * evidence (15d's runs ended so for long). Async-signal-safe: write(2)
+ * of digits formatted here.
+ */
+static void abort_note(int sig)
+{
+	static const char head[] = "scribbler: the library aborted the "
+				   "attack after ",
+			  tail[] = " calls\n";
+	char buf[sizeof(head) + sizeof(tail) + 24], digits[24];
+	unsigned long v = chk.calls;
+	size_t n = sizeof(head) - 1;
+	int k = 0;
+
+	memcpy(buf, head, n);
+	do
+		digits[k++] = (char)('0' + v % 10);
+	while ((v /= 10) && k < (int)sizeof(digits));
+	while (k)
+		buf[n++] = digits[--k];
+	memcpy(buf + n, tail, sizeof(tail) - 1);
+	n += sizeof(tail) - 1;
+	if (write(2, buf, n) < 0)
+		n = 0;
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 /* Control phase, then the attack; the verdict with its counts. */
 static void scribble_case(const char *what, void (*call)(unsigned long))
 {
@@ -717,6 +748,8 @@ static void scribble_case(const char *what, void (*call)(unsigned long))
 		attack_report(ATTACK_ERROR, "control run without stores: %s",
 			      chk.first);
 	chk.calls = 0;
+	if (getenv("ATTACK_NOTES"))
+		signal(SIGABRT, abort_note);
 	attack_begin();
 	/* 15g: the child's death (the library's abort or a crash) is the
 	 * verdict the harness reads unless a later report replaces it. */
@@ -898,8 +931,18 @@ static void call_pool(unsigned long i)
 	const struct rw_region *r;
 
 	guarded(create_thunk, i);
-	if (!made) /* refused (denial of service): nothing to check */
+	if (!made) { /* refused (denial of service): nothing to check */
+		static bool said;
+
+		if (!said && getenv("ATTACK_NOTES")) {
+			said = true;
+			fprintf(stderr,
+				"scribbler: rare_pool_create refused (%s), "
+				"first at call %lu\n",
+				strerror(errno), i);
+		}
 		return;
+	}
 	r = region_of(made);
 	if (!r || strcmp(r->backend->name, chk.backend))
 		landed("a pool was recorded on another backend");
@@ -1016,9 +1059,9 @@ ATTACK("15f", scribble_window,
  * code: mprotect's control memfd became pwrite's empty slot (EBADF in the
  * table's vault store, -O2), the process backend's answer page
  * mprotect's (a NULL read, check-asan). Calls: a write, an add, a map, a
- * window where the backend has them. Not pool create/destroy: the new
- * record still crosses calls on the stack (15d, open), and ends in the
- * library's "not a live rare_pool" abort under these swaps too.
+ * window where the backend has them. Not pool create/destroy (15d): the
+ * new record's backend word still crosses calls on the stack, and a run
+ * ends in the library's "not a live rare_pool" abort under these swaps.
  */
 static void ops_write_thunk(unsigned long i)
 {

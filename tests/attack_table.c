@@ -69,7 +69,7 @@ const struct attack_expect attack_table[] = {
 	{"15a", {B, B, B, B, B}},
 	{"15b", {B, B, B, B, B}},
 	{"15c", {B, B, B, B, B}},
-	{"15d", {O, O, O, O, O}},
+	{"15d", {B, B, B, B, B}},
 	{"15e", {O, B, B, B, O}},
 	{"15f", {B, NA, NA, B, NA}},
 	{"15g", {B, B, B, B, B}},
@@ -122,5 +122,8 @@ const struct attack_expect attack_table[] = {
 	{"27r", {B, B, B, B, B}},
 	/* The view a map records, rewritten on its way (attack_map_view.c). */
 	{"27s", {NA, NA, B, NA, NA}},
+	/* A new pool's start, moved outside every region (attack_inflight.c).
+	 */
+	{"27t", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

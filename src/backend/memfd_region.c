@@ -95,16 +95,39 @@ int rw_memfd_adopt(struct rw_region *r)
 	return err;
 }
 
+/*
+ * The descriptor and the view's start go into the core's table from the
+ * registers the system calls returned them in, and every later use takes
+ * them from there, inline where they reach the kernel: in memory (this
+ * record, or a register a callee saved) a store moved the start to the
+ * program's data, where the pool was recorded (27t), or the descriptor to
+ * another file the pool's writes would reach. Nothing is mapped but the
+ * view, so on failure only the view and the descriptor go.
+ */
 int rw_memfd_create(struct rw_region *r)
 {
-	int fd = memfd_filled(r->len, NULL);
-	int err;
+	long p;
+	int err = rw_pool_memfd(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
 
-	if (fd < 0)
-		return fd;
-	err = memfd_view(r, fd, NULL);
+	(void)r;
 	if (err)
-		close(fd);
+		return err;
+	p = rw_sys6(SYS_mmap, 0, (long)rw_pool_made(RW_POOL_LEN), PROT_READ,
+		    MAP_SHARED, (long)(int)rw_pool_made(RW_POOL_FD), 0);
+	if (p < 0 && p > -4096) {
+		err = (int)p;
+		goto close;
+	}
+	rw_pool_made_put(RW_POOL_START, (uint64_t)p);
+	err = rw_view_seal((void *)rw_pool_made(RW_POOL_START),
+			   (size_t)rw_pool_made(RW_POOL_LEN),
+			   rw_pool_made(RW_POOL_SEALED));
+	if (!err)
+		return 0;
+	rw_sys(SYS_munmap, rw_pool_made(RW_POOL_START),
+	       rw_pool_made(RW_POOL_LEN), 0);
+close:
+	rw_sys(SYS_close, (int)rw_pool_made(RW_POOL_FD), 0, 0);
 	return err;
 }
 

@@ -405,14 +405,21 @@ static int mprotect_adopt(struct rw_region *r)
 	return 0;
 }
 
+/* The start goes into the core's table from the register mmap(2)
+ * returned it in (27t: a start in memory was rewritten to the program's
+ * data, which every write to the pool then made writable); cut()'s advice
+ * takes the table's, and its piece size only bounds flips inside the
+ * region. */
 static int mprotect_create(struct rw_region *r)
 {
-	void *p = mmap(NULL, r->len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-		       0);
+	long p = rw_sys6(SYS_mmap, 0, (long)rw_pool_made(RW_POOL_LEN),
+			 PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	if (p == MAP_FAILED)
-		return -errno;
-	r->start = (uintptr_t)p;
+	if (p < 0 && p > -4096)
+		return (int)p;
+	rw_pool_made_put(RW_POOL_START, (uint64_t)p);
+	r->start = (uintptr_t)rw_pool_made(RW_POOL_START);
+	r->len = (size_t)rw_pool_made(RW_POOL_LEN);
 	cut(r);
 	return 0;
 }

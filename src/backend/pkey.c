@@ -637,20 +637,39 @@ static int pool_key(const struct rw_region *self)
 	return rw_pkey_state.section_key;
 }
 
-/* Pools are not sealed: rare_pool_destroy() must be able to unmap them. */
+/*
+ * Pools are not sealed: rare_pool_destroy() must be able to unmap them.
+ * The mapping's start goes into the core's table from the register
+ * mmap(2) returned it in, and pkey_mprotect(2) takes it from there,
+ * inline: a start that crossed a call could have been rewritten to the
+ * program's data (27t), which would have been tagged with the pool's key
+ * and made writable in its windows. The key is chosen after that call
+ * (rw_pool_made_put() saves callee-saved registers: a key kept across it
+ * could come back as another's), and crosses only rw_pool_made(), which
+ * saves none.
+ */
 static int pkey_create(struct rw_region *r)
 {
-	void *p = mmap(NULL, r->len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	int err;
+	long p = rw_sys6(SYS_mmap, 0, (long)rw_pool_made(RW_POOL_LEN),
+			 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+	long err;
+	int key;
 
-	if (p == MAP_FAILED)
-		return -errno;
-	r->start = (uintptr_t)p;
-	err = tag(r, pool_key(r));
-	if (err)
-		munmap(p, r->len);
-	return err;
+	if (p < 0 && p > -4096)
+		return (int)p;
+	rw_pool_made_put(RW_POOL_START, (uint64_t)p);
+	key = pool_key(r);
+	err = rw_sys6(SYS_pkey_mprotect, (long)rw_pool_made(RW_POOL_START),
+		      (long)rw_pool_made(RW_POOL_LEN), PROT_READ | PROT_WRITE,
+		      key, 0, 0);
+	if (err) {
+		rw_sys(SYS_munmap, rw_pool_made(RW_POOL_START),
+		       rw_pool_made(RW_POOL_LEN), 0);
+		return (int)err;
+	}
+	r->priv = (uintptr_t)key;
+	return 0;
 }
 
 static void pkey_destroy(struct rw_region *r)

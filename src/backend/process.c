@@ -900,36 +900,56 @@ static int memfd_new(const char *name, size_t len, const void *contents)
  * Hand @fd to the helper as the region at r->start, then seal it against
  * every future write and map the program's read-only view over r->start.
  * On success @fd becomes r->fd (read-only by its seals), else it is closed.
+ * @made (a constant: always inline): a pool's creation, whose start,
+ * length and descriptor are the core's request's (rw_pool_made(), 27t),
+ * loaded at each use, never @r's or @fd, which sit in writable memory: a
+ * start moved there to the program's data had the pool's view mapped over
+ * it and recorded there.
  */
-static int region_register(const char *call, struct rw_region *r, int fd)
+#define REG_START (made ? (uintptr_t)rw_pool_made(RW_POOL_START) : r->start)
+#define REG_LEN (made ? (size_t)rw_pool_made(RW_POOL_LEN) : r->len)
+#define REG_FD (made ? (int)rw_pool_made(RW_POOL_FD) : fd)
+static inline __attribute__((always_inline)) int
+register_at(const char *call, struct rw_region *r, int fd, const bool made)
 {
 	uint64_t id = next_id++;
-	int err = ctl(call, (void *)r->start, PRW_OP_ADD, id, r->start, r->len,
-		      fd, fd);
+	int err = ctl(call, (void *)REG_START, PRW_OP_ADD, id, REG_START,
+		      REG_LEN, REG_FD, REG_FD);
+	long ret;
 
 	if (err)
 		goto out;
 	/* Sealed before the view exists, so the view cannot be made
-	 * writable either (the kernel clears VM_MAYWRITE). */
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) ||
-	    mmap((void *)r->start, r->len, PROT_READ, MAP_SHARED | MAP_FIXED,
-		 fd, 0) == MAP_FAILED) {
-		err = -errno;
-		ctl_del(call, (void *)r->start, id);
+	 * writable either (the kernel clears VM_MAYWRITE). Inline: the
+	 * start and descriptor go to the kernel from registers. */
+	ret = rw_sys(SYS_fcntl, REG_FD, F_ADD_SEALS,
+		     F_SEAL_FUTURE_WRITE | F_SEAL_SEAL);
+	if (!ret)
+		ret = rw_sys6(SYS_mmap, (long)REG_START, (long)REG_LEN,
+			      PROT_READ, MAP_SHARED | MAP_FIXED, REG_FD, 0);
+	if (ret < 0 && ret > -4096) {
+		err = (int)ret;
+		ctl_del(call, (void *)REG_START, id);
 		goto out;
 	}
-	err = rw_view_seal((void *)r->start, r->len, r->seal);
+	err = rw_view_seal((void *)REG_START, REG_LEN,
+			   made ? rw_pool_made(RW_POOL_SEALED) : r->seal);
 	if (err) {
-		ctl_del(call, (void *)r->start, id);
+		ctl_del(call, (void *)REG_START, id);
 		goto out;
 	}
 	r->priv = (uintptr_t)id;
-	r->fd = fd;
+	r->fd = REG_FD;
 	return 0;
 out:
-	close(fd);
+	rw_sys(SYS_close, REG_FD, 0, 0);
 	r->fd = -1;
 	return err;
+}
+
+static int region_register(const char *call, struct rw_region *r, int fd)
+{
+	return register_at(call, r, fd, false);
 }
 
 static int process_adopt(struct rw_region *r)
@@ -941,27 +961,30 @@ static int process_adopt(struct rw_region *r)
 	return region_register("rare_write_init", r, fd);
 }
 
+/* The placeholder's start and the memfd go into the core's table from the
+ * registers mmap(2) and memfd_create(2) returned them in (27t); the view
+ * is mapped over the placeholder from there. */
 static int process_create(struct rw_region *r)
 {
-	void *p = mmap(NULL, r->len, PROT_NONE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	int fd, err;
+	long p =
+		rw_sys6(SYS_mmap, 0, (long)rw_pool_made(RW_POOL_LEN), PROT_NONE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	int err;
 
-	if (p == MAP_FAILED)
-		return -errno;
-	fd = memfd_new("rarewrite", r->len, NULL);
-	if (fd < 0) {
-		munmap(p, r->len);
-		return fd;
-	}
-	r->start = (uintptr_t)p;
-	err = region_register("rare_pool_create", r, fd);
-	if (err) {
-		munmap(p, r->len);
-		r->start = 0;
-	}
+	if (p < 0 && p > -4096)
+		return (int)p;
+	rw_pool_made_put(RW_POOL_START, (uint64_t)p);
+	err = rw_pool_memfd(F_SEAL_SHRINK | F_SEAL_GROW);
+	if (!err)
+		err = register_at("rare_pool_create", r, -1, true);
+	if (err)
+		rw_sys(SYS_munmap, rw_pool_made(RW_POOL_START),
+		       rw_pool_made(RW_POOL_LEN), 0);
 	return err;
 }
+#undef REG_START
+#undef REG_LEN
+#undef REG_FD
 
 static void zero_sealed(const struct rw_region *r);
 
