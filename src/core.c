@@ -501,20 +501,31 @@ static inline __attribute__((always_inline)) void map_view_put(uintptr_t view)
 }
 
 /*
+ * Whether the region at @addr is protected, from the table (init takes
+ * maps_lock; a library's seal may protect a region a map opened on plain
+ * memory, whose record then still says no backend). Returned, never
+ * stored through a pointer: a flag whose address is taken lives on the
+ * stack, and it went into the record and its check from there, so a
+ * store made a record whose unmap never calls the backend's (shadow's
+ * alias then stays mapped), or calls it for a view it never handed out.
+ */
+static bool map_protected(uintptr_t addr)
+{
+	const struct rw_region *r = rw_region_lookup((void *)addr);
+
+	return r && __atomic_load_n(&r->protected_, __ATOMIC_ACQUIRE);
+}
+
+/*
  * The view of the map in progress, from the table (maps_lock held): the
  * address itself on plain memory and on a backend that opens it in place,
- * else what its map() handed back (map_view_put()). Whether the region is
- * protected is the table's too: it does not change under maps_lock (init
- * takes it), and a local across the calls before could be rewritten into
- * a record whose unmap never calls the backend's, or calls it for a view
- * it never handed out.
+ * else what its map() handed back (map_view_put()).
  */
-static uintptr_t map_view(bool *backend)
+static uintptr_t map_view(void)
 {
 	const struct rw_region *r = rw_region_lookup((void *)REQ_ADDR);
 
-	*backend = r && __atomic_load_n(&r->protected_, __ATOMIC_ACQUIRE);
-	if (!*backend || r->backend->map_in_place)
+	if (!map_protected(REQ_ADDR) || r->backend->map_in_place)
 		return REQ_ADDR;
 	if (!REQ_VIEW)
 		rw_die("rare_write_map", (void *)REQ_ADDR,
@@ -550,8 +561,6 @@ static unsigned long maps_insert(void)
 {
 	struct open_map *slot = NULL;
 	unsigned long token;
-	bool backend;
-	uintptr_t view = map_view(&backend);
 
 	for (size_t i = 0; i < rw_table.nr_maps; i++)
 		if (!rw_table.maps[i].token) {
@@ -572,12 +581,15 @@ static unsigned long maps_insert(void)
 		next_token = 1;
 	token = next_token++;
 	rw_table_store(slot,
-		       &(struct open_map){REQ_ADDR, REQ_ADDR + REQ_LEN, view,
-					  token, backend},
+		       &(struct open_map){REQ_ADDR, REQ_ADDR + REQ_LEN,
+					  map_view(), token,
+					  map_protected(REQ_ADDR)},
 		       sizeof(*slot));
-	view = map_view(&backend);
+	/* Each compared with the table's, found again: no local of them
+	 * crossed the store. */
 	if (slot->start != REQ_ADDR || slot->end != REQ_ADDR + REQ_LEN ||
-	    !slot->token || slot->view != view || slot->backend != backend)
+	    !slot->token || slot->view != map_view() ||
+	    slot->backend != map_protected(REQ_ADDR))
 		rw_die("rare_write_map", (void *)REQ_ADDR,
 		       "the map's record changed on its way to the table (a "
 		       "store into the caller's stack?)");
@@ -690,7 +702,7 @@ again:
 		map_view_put((uintptr_t)r->backend->map(r, (void *)REQ_ADDR,
 							REQ_LEN));
 	token = maps_insert();
-	m = (struct rare_write_mapping){.addr = (void *)map_view(&protected_),
+	m = (struct rare_write_mapping){.addr = (void *)map_view(),
 					.target = (void *)REQ_ADDR,
 					.len = REQ_LEN,
 					.token = token};
@@ -702,6 +714,15 @@ again:
 /* The record of the unmap in progress: its slot's index was put into the
  * request (maps_lock held). */
 #define UNMAP_REC (&rw_table.maps[REQ_ADDR])
+
+/* For a backend's unmap(), after it committed: the view to release, from
+ * the table. Its @view argument crossed the commit's calls in a register
+ * they saved on the stack, where a store made free() release another
+ * live object (maps_lock held). */
+void *rw_unmapping_view(void)
+{
+	return (void *)UNMAP_REC->view;
+}
 
 /*
  * The handle is the caller's, in memory any thread can store to: only the
@@ -750,6 +771,9 @@ void rare_write_unmap(struct rare_write_mapping m)
 		/* Whether the map holds views_lock: the table's record and
 		 * region say (rare_write_map() took it for the same). */
 		r = rw_region_lookup((void *)UNMAP_REC->start);
+		if (!r)
+			rw_die("rare_write_unmap", m.target,
+			       "its region was destroyed during the unmap");
 		views = r->backend->fork_waits_for_views;
 	}
 	map_request_mine("rare_write_unmap");

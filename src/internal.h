@@ -278,6 +278,10 @@ RW_HIDDEN void rw_seg_store(const struct rw_seg *s, void *at);
 /* A private malloc()ed copy of [addr, addr + len): the rare_write_map() view
  * of backends that commit on unmap; the caller frees it. */
 RW_HIDDEN void *rw_staging_copy(const void *addr, size_t len);
+/* In a backend's unmap(), once it committed: the view to release, as the
+ * library's table records it (core.c), not the argument that crossed the
+ * commit's calls. */
+RW_HIDDEN void *rw_unmapping_view(void);
 
 /* memfd.c: memory in a sealed memfd, mapped read-only over its place (the
  * vaults, and the backends whose regions live in a memfd). */

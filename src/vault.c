@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "rawsys.h"
 
 /* Map @fd over [base, base + len): read-only, or writable for the
  * single-threaded fork child. */
@@ -78,14 +79,22 @@ void rw_vault_store(int fd, const void *base, void *dst, const void *src,
 		memcpy(buf + ((uintptr_t)dst - first), src, len);
 		src = buf;
 	}
+	/* pwrite(2) inline: descriptor, offset and length go to the kernel
+	 * from registers. The C library's pwrite() is a cancellation point
+	 * that keeps its arguments on its stack around
+	 * __pthread_enable_asynccancel() and loads them again for the system
+	 * call: a store there sent a write of the table to another field of
+	 * it, a backend's ops pointer included. */
 	while (off < span) {
-		ssize_t n = pwrite(fd, (const char *)src + off, span - off,
-				   (off_t)(first - (uintptr_t)base + off));
+		long n = rw_sys6(SYS_pwrite64, fd,
+				 (long)((const char *)src + off),
+				 (long)(span - off),
+				 (long)(first - (uintptr_t)base + off), 0, 0);
 
 		if (n <= 0)
 			rw_die("rare_write", dst,
 			       "cannot write the library's table: %s",
-			       n < 0 ? strerror(errno) : "short write");
+			       n < 0 ? strerror((int)-n) : "short write");
 		off += (size_t)n;
 	}
 }

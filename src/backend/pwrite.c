@@ -441,7 +441,7 @@ static void pwrite_unmap(struct rw_region *r, void *view, void *addr,
 			 size_t len)
 {
 	pwrite_write_one(r, "rare_write_unmap", addr, view, len, 0);
-	free(view);
+	free(rw_unmapping_view());
 }
 
 const struct rw_backend rw_backend_pwrite = {
