@@ -70,7 +70,7 @@ const struct attack_expect attack_table[] = {
 	{"15b", {B, B, B, B, B}},
 	{"15c", {B, B, B, B, B}},
 	{"15d", {B, B, B, B, B}},
-	{"15e", {O, B, B, B, O}},
+	{"15e", {O, B, B, B, B}},
 	{"15f", {B, NA, NA, B, NA}},
 	{"15g", {B, B, B, B, B}},
 	/* Control from memory the library does not own (21), interposition
