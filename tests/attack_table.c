@@ -70,7 +70,7 @@ const struct attack_expect attack_table[] = {
 	{"15b", {B, B, B, B, B}},
 	{"15c", {B, B, B, B, B}},
 	{"15d", {B, B, B, B, B}},
-	{"15e", {O, B, B, B, B}},
+	{"15e", {B, B, B, B, B}},
 	{"15f", {B, NA, NA, B, NA}},
 	{"15g", {B, B, B, B, B}},
 	/* Control from memory the library does not own (21), interposition
@@ -111,7 +111,7 @@ const struct attack_expect attack_table[] = {
 	{"27i", {B, B, B, B, B}},
 	{"27j", {B, B, B, B, B}},
 	{"27k", {B, B, B, B, B}},
-	{"27l", {B, B, B, B, B}},
+	{"27l", {O, B, B, B, B}},
 	{"27m", {B, B, B, B, B}},
 	{"27n", {B, B, B, B, B}},
 	{"27o", {B, B, B, B, B}},
@@ -119,7 +119,7 @@ const struct attack_expect attack_table[] = {
 	/* A pool destroyed under a write (attack_destroy.c). */
 	{"27q", {NA, B, B, NA, NA}},
 	/* A backend's copy of a segment (attack_inflight.c). */
-	{"27r", {B, B, B, B, B}},
+	{"27r", {O, B, B, B, B}},
 	/* The view a map records, rewritten on its way (attack_map_view.c). */
 	{"27s", {NA, NA, B, NA, NA}},
 	/* A new pool's start, moved outside every region (attack_inflight.c).
