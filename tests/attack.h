@@ -86,6 +86,15 @@ __attribute__((noreturn)) void attack_report(enum attack_result r,
 void attack_landed(const char *what);
 /* Whether a verdict is in the report (a child of this one may write it). */
 bool attack_reported(void);
+struct rw_table;
+struct rw_region;
+/* The live record of table @t (the library's rw_table, attack_lib_sym())
+ * whose region holds @p, or NULL. */
+const struct rw_region *attack_region_of(const struct rw_table *t,
+					 const void *p);
+/* Whether a writable shared mapping of a region's memfd (a shadow alias)
+ * is mapped in this process (/proc/self/maps). */
+bool attack_alias_mapped(void);
 /* Report OPEN when @landed, else BLOCKED, with a note. */
 __attribute__((noreturn)) void attack_verdict(bool landed, const char *what);
 

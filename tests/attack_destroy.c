@@ -97,18 +97,6 @@ static double ds_now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static const struct rw_region *ds_region_of(const void *p)
-{
-	for (unsigned i = 0; i < ds.table->nr_regions; i++) {
-		const struct rw_region *r = &ds.table->regions[i];
-
-		if (r->kind != RW_REGION_FREE && (uintptr_t)p >= r->start &&
-		    (uintptr_t)p - r->start < r->len)
-			return r;
-	}
-	return NULL;
-}
-
 /* Whether the new pool holds any byte of the writer's: its objects' part
  * is all zeroes when created. */
 static bool ds_next_written(void)
@@ -116,7 +104,7 @@ static bool ds_next_written(void)
 	const struct rw_region *r;
 	const unsigned char *p, *end;
 
-	if (!ds.next || !(r = ds_region_of(ds.next)))
+	if (!ds.next || !(r = attack_region_of(ds.table, ds.next)))
 		return false;
 	p = (const unsigned char *)r->user_start;
 	end = (const unsigned char *)(r->start + r->len);
@@ -317,7 +305,7 @@ static void ds_case_child(enum ds_case c)
 	signal(SIGABRT, ds_abort);
 	signal(SIGSEGV, ds_abort);
 	ds.pool = rare_pool_create(DS_POOL);
-	r = ds.pool ? ds_region_of(ds.pool) : NULL;
+	r = ds.pool ? attack_region_of(ds.table, ds.pool) : NULL;
 	if (!r)
 		ds_fail("rare_pool_create failed");
 	ds.fd = r->fd;
@@ -336,7 +324,7 @@ static void ds_case_child(enum ds_case c)
 		ds_fail("no seccomp listener for the writer");
 	pthread_join(s, NULL);
 	pthread_join(d, NULL);
-	r = ds.next ? ds_region_of(ds.next) : NULL;
+	r = ds.next ? attack_region_of(ds.table, ds.next) : NULL;
 	if (!r)
 		ds_fail("the next rare_pool_create failed");
 	if (r->fd != ds.fd)

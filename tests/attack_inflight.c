@@ -1281,18 +1281,6 @@ static struct {
 	bool auto_too;		 /* "auto" picks this backend too */
 } ifb;
 
-static const struct rw_region *if_region_of(const void *p)
-{
-	for (unsigned i = 0; i < ifb.table->nr_regions; i++) {
-		const struct rw_region *r = &ifb.table->regions[i];
-
-		if (r->kind != RW_REGION_FREE && (uintptr_t)p >= r->start &&
-		    (uintptr_t)p - r->start < r->len)
-			return r;
-	}
-	return NULL;
-}
-
 /* Each call asks for the backend by name, by default, or as "auto" where
  * auto picks it too (the lookup's answer comes back through memory). */
 static void *backend_victim(void *arg)
@@ -1309,7 +1297,8 @@ static void *backend_victim(void *arg)
 			rare_pool_create_with(4096, k == 0   ? &named
 						    : k == 1 ? NULL
 							     : &automatic);
-		const struct rw_region *r = pool ? if_region_of(pool) : NULL;
+		const struct rw_region *r =
+			pool ? attack_region_of(ifb.table, pool) : NULL;
 
 		if (r && (uint64_t)(uintptr_t)r->backend != ifb.ops) {
 			ifb.wrong_how = how[k];
@@ -1355,7 +1344,8 @@ static int backend_trial(void *arg)
 	o = (struct rare_pool_opts){.backend = "auto"};
 	{
 		struct rare_pool *a = rare_pool_create_with(4096, &o);
-		const struct rw_region *r = a ? if_region_of(a) : NULL;
+		const struct rw_region *r =
+			a ? attack_region_of(ifb.table, a) : NULL;
 
 		if (!r)
 			return IF_BROKEN;
@@ -1428,8 +1418,9 @@ static void *head_victim(void *arg)
 		if (!pool)
 			break;
 		rare_pool_destroy(pool);
-		if (ifh.other && (!if_region_of((void *)ifh.other) ||
-				  !if_mapped((void *)ifh.other)))
+		if (ifh.other &&
+		    (!attack_region_of(ifb.table, (void *)ifh.other) ||
+		     !if_mapped((void *)ifh.other)))
 			break;
 	}
 	return NULL;
@@ -1464,9 +1455,9 @@ static bool head_setup(void)
 	if (!ifh.table)
 		return false;
 	rare_write(if_sect[0], 0x5ec7105ec7105ecL);
-	ifh.sect = if_region_of(if_sect);
+	ifh.sect = attack_region_of(ifb.table, if_sect);
 	p = rare_pool_create(4096);
-	r = p ? if_region_of(p) : NULL;
+	r = p ? attack_region_of(ifb.table, p) : NULL;
 	if (!ifh.sect || !r)
 		return false;
 	ifh.rec = (uint64_t)(uintptr_t)r;
@@ -1511,7 +1502,7 @@ static int slot_trial(void *arg)
 	ifb.table = ifh.table = attack_lib_sym("rw_table");
 	other = rare_pool_create(
 		4096); /* first: the loop takes the next slot */
-	o = other && ifh.table ? if_region_of(other) : NULL;
+	o = other && ifh.table ? attack_region_of(ifb.table, other) : NULL;
 	if (!o || !head_setup())
 		return IF_BROKEN;
 	ifh.other = (uintptr_t)other;
@@ -1520,7 +1511,9 @@ static int slot_trial(void *arg)
 	if_race(head_victim, if_attacker(head_attacker), NULL);
 	/* Out of the table, or its pages unmapped under a record that
 	 * stayed (a backend's destroy() on the moved record). */
-	return if_region_of(other) && if_mapped(other) ? IF_HELD : IF_LANDED;
+	return attack_region_of(ifb.table, other) && if_mapped(other)
+		       ? IF_HELD
+		       : IF_LANDED;
 }
 
 ATTACK("27o", inflight_pool_slot,
@@ -1545,7 +1538,7 @@ static struct {
  * once it is known mapped: destroyed, it would fault, not report). */
 static bool zero_held(void)
 {
-	return if_region_of((const void *)ifz.marker) &&
+	return attack_region_of(ifb.table, (const void *)ifz.marker) &&
 	       if_mapped((const void *)((uintptr_t)ifz.marker & ~4095UL)) &&
 	       *ifz.marker == IF_ZMARK;
 }
@@ -1558,7 +1551,8 @@ static void *zero_victim(void *arg)
 	for (int i = 0; i < IF_CALLS / 30 && !if_trial_over(i) && zero_held();
 	     i++) {
 		struct rare_pool *pool = rare_pool_create_with(4096, &sealed);
-		const struct rw_region *r = pool ? if_region_of(pool) : NULL;
+		const struct rw_region *r =
+			pool ? attack_region_of(ifb.table, pool) : NULL;
 
 		if (!r)
 			break;
@@ -1602,7 +1596,7 @@ static int zero_trial(void *arg)
 	rare_pool_destroy(probe);
 	other = rare_pool_create(4096);
 	obj = other ? rare_alloc(other, sizeof(*obj)) : NULL;
-	o = obj ? if_region_of(other) : NULL;
+	o = obj ? attack_region_of(ifb.table, other) : NULL;
 	if (!o)
 		return IF_BROKEN;
 	rare_write(*obj, IF_ZMARK);
@@ -1712,7 +1706,7 @@ static int seg_trial(void *arg)
 	(void)arg;
 	ifb.table = attack_lib_sym("rw_table");
 	ifc.pool = ifb.table ? rare_pool_create(1 << 16) : NULL;
-	r = ifc.pool ? if_region_of(ifc.pool) : NULL;
+	r = ifc.pool ? attack_region_of(ifb.table, ifc.pool) : NULL;
 	ifc.head = r ? rare_alloc(ifc.pool, 16) : NULL;
 	ifc.entry = ifc.head ? rare_alloc(ifc.pool, 16) : NULL;
 	node = ifc.entry ? rare_alloc(ifc.pool, 16) : NULL;
@@ -1842,7 +1836,7 @@ static int start_trial(void *arg)
 	(void)arg;
 	ifb.table = ifh.table = attack_lib_sym("rw_table");
 	p = ifh.table ? rare_pool_create(4096) : NULL;
-	r = p ? if_region_of(p) : NULL;
+	r = p ? attack_region_of(ifb.table, p) : NULL;
 	if (!r || r->len > sizeof(if_elsewhere))
 		return IF_BROKEN;
 	ifq.start = r->start;

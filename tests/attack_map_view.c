@@ -46,20 +46,6 @@ static volatile uintptr_t mv_victim_sp;
 
 enum { MV_HELD = 0, MV_SECTION_GONE = 10, MV_ALIAS_LEFT = 11 };
 
-static bool mv_alias_left(void)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-	bool left = false;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (strstr(line, "memfd:rarewrite ") && strstr(line, "rw-s"))
-			left = true;
-	if (f)
-		fclose(f);
-	return left;
-}
-
 static __attribute__((noinline)) void mv_map_unmap(void)
 {
 	struct rare_write_mapping m;
@@ -80,7 +66,7 @@ static __attribute__((noreturn)) void mv_victim(void)
 	mv_map_unmap();
 	if (msync(page, 4096, MS_ASYNC) && errno == ENOMEM)
 		_exit(MV_SECTION_GONE);
-	_exit(mv_alias_left() ? MV_ALIAS_LEFT : MV_HELD);
+	_exit(attack_alias_mapped() ? MV_ALIAS_LEFT : MV_HELD);
 }
 
 /* Rewrite every stack word of @pid in [@lo, @hi) equal to @from + d, for

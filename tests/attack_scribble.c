@@ -329,32 +329,6 @@ static bool snap_changed(struct snap *s, const void *skip, size_t skip_len)
 	return false;
 }
 
-static const struct rw_region *region_of(const void *p)
-{
-	for (unsigned i = 0; i < chk.table->nr_regions; i++) {
-		const struct rw_region *r = &chk.table->regions[i];
-
-		if (r->kind != RW_REGION_FREE && (uintptr_t)p >= r->start &&
-		    (uintptr_t)p - r->start < r->len)
-			return r;
-	}
-	return NULL;
-}
-
-static bool alias_left(void)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-	bool left = false;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (strstr(line, "memfd:rarewrite ") && strstr(line, "rw-s"))
-			left = true;
-	if (f)
-		fclose(f);
-	return left;
-}
-
 static void landed(const char *what)
 {
 	if (!chk.landed++) {
@@ -390,7 +364,7 @@ static void verify(const void *dst, size_t len, bool full)
 			landed("a region record changed backend");
 			chk.backend_of[i] = chk.table->regions[i].backend;
 		}
-	if (!chk.others_write && alias_left())
+	if (!chk.others_write && attack_alias_mapped())
 		landed("a writable alias stayed mapped");
 	if (attack_try_store64(&S.canary, S.canary))
 		landed("the section stayed writable");
@@ -404,11 +378,11 @@ static void check_setup(void)
 	if (!chk.table)
 		attack_report(ATTACK_ERROR, "no symbol rw_table");
 	snprintf(chk.backend, sizeof(chk.backend), "%s", rare_write_backend());
-	r = region_of(&S);
+	r = attack_region_of(chk.table, &S);
 	if (!r)
 		attack_report(ATTACK_ERROR, "no region of the section");
 	snap_take(&chk.sect, (void *)r->start, r->len);
-	r = region_of(S.other);
+	r = attack_region_of(chk.table, S.other);
 	if (!r)
 		attack_report(ATTACK_ERROR, "no region of the other pool");
 	snap_take(&chk.other, (void *)r->start, r->len);
@@ -436,7 +410,8 @@ static char *backend_sym(void)
 /* The values every call uses: the section's region and the other pool's. */
 static void common_pairs(const void *dst)
 {
-	const struct rw_region *a = region_of(dst), *b = region_of(S.other);
+	const struct rw_region *a = attack_region_of(chk.table, dst),
+			       *b = attack_region_of(chk.table, S.other);
 	uintptr_t off = (uintptr_t)dst - a->start;
 
 	pair((uintptr_t)a, (uintptr_t)b);
@@ -513,9 +488,9 @@ __asm__(".text\n"
 /*
  * After the library call, before the test's own checks: those run in the
  * same stack the attacker rewrites (verify()'s and snap_changed()'s
- * arguments, region_of()'s loop), and a rewritten skip range or record
- * pointer is a harness error, not the library's. The stack pass that may
- * still be under way ends first; the library's objects stay attacked.
+ * arguments, attack_region_of(chk.table, )'s loop), and a rewritten skip range
+ * or record pointer is a harness error, not the library's. The stack pass that
+ * may still be under way ends first; the library's objects stay attacked.
  */
 static void unmark(void);
 
@@ -855,7 +830,7 @@ static volatile int alloc_stop;
 static inline __attribute__((always_inline)) void alloc_one(uint32_t me)
 {
 	char *o = rare_alloc(S.pool, 16);
-	const struct rw_region *r = region_of(S.pool);
+	const struct rw_region *r = attack_region_of(chk.table, S.pool);
 	size_t slot;
 	uint32_t zero = 0;
 
@@ -943,7 +918,7 @@ static void call_pool(unsigned long i)
 		}
 		return;
 	}
-	r = region_of(made);
+	r = attack_region_of(chk.table, made);
 	if (!r || strcmp(r->backend->name, chk.backend))
 		landed("a pool was recorded on another backend");
 	guarded(destroy_thunk, i);
@@ -960,11 +935,11 @@ ATTACK("15d", scribble_pool,
 	pools();
 	check_setup();
 	p = rare_pool_create(4096); /* the slot and start the loop reuses */
-	r = p ? region_of(p) : NULL;
+	r = p ? attack_region_of(chk.table, p) : NULL;
 	if (!r)
 		attack_report(ATTACK_ERROR, "pool setup failed");
-	pair((uintptr_t)r, (uintptr_t)region_of(&S));
-	pair(r->start, region_of(&S)->start);
+	pair((uintptr_t)r, (uintptr_t)attack_region_of(chk.table, &S));
+	pair(r->start, attack_region_of(chk.table, &S)->start);
 	pair((uintptr_t)attack_lib_sym(backend_sym()),
 	     (uintptr_t)attack_lib_sym(other_backend()));
 	rare_pool_destroy(p);

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "attack.h"
+#include "../src/table.h"
 
 /* attack_table.c's column of @backend, or -1. */
 static int column_of(const char *backend)
@@ -93,6 +94,33 @@ void attack_landed(const char *what)
 		return;
 	snprintf(report->note, sizeof(report->note), "%s", what);
 	__atomic_store_n(&report->result, ATTACK_OPEN, __ATOMIC_SEQ_CST);
+}
+
+const struct rw_region *attack_region_of(const struct rw_table *t,
+					 const void *p)
+{
+	for (unsigned i = 0; i < t->nr_regions; i++) {
+		const struct rw_region *r = &t->regions[i];
+
+		if (r->kind != RW_REGION_FREE && (uintptr_t)p >= r->start &&
+		    (uintptr_t)p - r->start < r->len)
+			return r;
+	}
+	return NULL;
+}
+
+bool attack_alias_mapped(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	bool left = false;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "memfd:rarewrite ") && strstr(line, "rw-s"))
+			left = true;
+	if (f)
+		fclose(f);
+	return left;
 }
 
 void attack_verdict(bool landed, const char *what)
