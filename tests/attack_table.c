@@ -125,5 +125,9 @@ const struct attack_expect attack_table[] = {
 	/* A new pool's start, moved outside every region (attack_inflight.c).
 	 */
 	{"27t", {B, B, B, B, B}},
+	/* A list helper's links and the backend's cursor over them
+	 * (attack_list_links.c). */
+	{"27x", {B, O, O, O, O}},
+	{"27y", {B, O, O, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
