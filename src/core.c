@@ -32,7 +32,8 @@
 
 /*
  * Lock order, the order fork_prepare() takes them in: views_lock,
- * pools_lock, registry_lock, maps_lock, nested_lock, then the backends' own
+ * pools_lock, registry_lock, maps_lock, list_lock (list.c), nested_lock,
+ * then the backends' own
  * (their fork_prepare hooks: the memfd write lock, flip_lock, records_lock,
  * the process write lock). A thread holds views_lock shared from
  * rare_write_map() to rare_write_unmap() on a backend whose view must not
@@ -370,81 +371,13 @@ static unsigned long next_token = 1;
 /*
  * Record @addr and @len as the map in progress, maps_lock held: through
  * the vault's memfd, then compared with @addr and @len, which never left
- * their registers (no function call in between: pwrite(2) is made inline,
- * from a copy the asm pushes below the red zone; a store into that copy
- * before the kernel reads it is caught by the compare). Before the seal,
- * or in the fork child, the table is plain memory.
+ * their registers (rw_table_put4(): no function call in between).
  */
-/*
- * Which call put the request: its stack pointer, the same at every point
- * of rare_write_map()'s (or rare_write_unmap()'s) body and another in
- * every other thread (stacks are disjoint) or frame, and a register no
- * store reaches (never saved to memory: calls give it back by arithmetic).
- * No system call: the figures of docs/backends.md hold.
- */
-static inline __attribute__((always_inline)) uint64_t map_caller(void)
-{
-#if defined(__x86_64__)
-	uint64_t sp;
-
-	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
-	return sp;
-#else
-	return (uint64_t)(uintptr_t)__builtin_frame_address(0);
-#endif
-}
-
 static inline __attribute__((always_inline)) void
 map_request_put(uintptr_t addr, size_t len)
 {
-	long bad = 0, caller = (long)map_caller();
-
-	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
-	    !RW_RAWSYS_INLINE) {
-		struct rw_region_request {
-			uint64_t addr, len, caller, view;
-		} req = {addr, len, (uint64_t)caller, 0};
-
-		rw_table_store(&rw_table.map_request, &req, sizeof(req));
-		return;
-	}
-#if RW_RAWSYS_INLINE
-	__asm__ volatile("sub $128, %%rsp\n\t" /* the red zone */
-			 "push $0\n\t"	       /* no view yet */
-			 "push %[caller]\n\t"
-			 "push %[len]\n\t"
-			 "push %[addr]\n\t"
-			 "mov %k[fd], %%edi\n\t"
-			 "mov %%rsp, %%rsi\n\t"
-			 "mov $32, %%edx\n\t"
-			 "mov %[off], %%r10\n\t"
-			 "mov %[nr], %%eax\n\t"
-			 "syscall\n\t"
-			 "add $160, %%rsp\n\t"
-			 "cmp $32, %%rax\n\t"
-			 "jne 1f\n\t"
-			 "xor %%eax, %%eax\n\t"
-			 "cmp %[addr], (%[at])\n\t"
-			 "jne 1f\n\t"
-			 "cmp %[len], 8(%[at])\n\t"
-			 "jne 1f\n\t"
-			 "cmp %[caller], 16(%[at])\n\t"
-			 "jne 1f\n\t"
-			 "cmpq $0, 24(%[at])\n\t"
-			 "je 2f\n"
-			 "1:\tmov $1, %%eax\n"
-			 "2:"
-			 : "=&a"(bad)
-			 : [fd] "r"((long)rw_table.vault_fd),
-			   [at] "r"(&rw_table.map_request),
-			   [off] "r"((long)((char *)&rw_table.map_request -
-					    (char *)&rw_table)),
-			   [addr] "r"(addr), [len] "r"(len),
-			   [caller] "r"(caller), [nr] "i"(SYS_pwrite64)
-			 : "rdi", "rsi", "rdx", "r10", "rcx", "r11", "memory",
-			   "cc");
-#endif
-	if (bad)
+	if (!rw_table_put4(&rw_table.map_request.addr, addr, len,
+			   rw_request_caller(), 0))
 		rw_die("rare_write_map", (void *)addr,
 		       "the map's request changed on its way to the table (a "
 		       "store into the caller's stack?)");
@@ -536,7 +469,7 @@ static uintptr_t map_view(void)
 
 /*
  * Abort unless the request in the table is still this call's (its stack
- * pointer, map_caller()): maps_lock is a word a store can release, and
+ * pointer, rw_request_caller()): maps_lock is a word a store can release, and
  * another thread's map or unmap then puts its own request over this one
  * midway, which the steps after read (26c: the victim's map went to the
  * other's target). Only the putting call writes its own there, so a
@@ -548,7 +481,7 @@ static inline __attribute__((always_inline)) void
 map_request_mine(const char *call)
 {
 	if (__atomic_load_n(&rw_table.map_request.caller, __ATOMIC_RELAXED) !=
-	    map_caller())
+	    rw_request_caller())
 		rw_die(call, (void *)REQ_ADDR,
 		       "another thread's request replaced this one while it "
 		       "ran (a store released maps_lock?)");
@@ -972,7 +905,7 @@ static inline __attribute__((always_inline)) void
 pool_request_put(uint64_t level, uint64_t len, uint64_t meta_len)
 {
 	long bad = 0;
-	uint64_t caller = map_caller();
+	uint64_t caller = rw_request_caller();
 
 	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
 	    !RW_RAWSYS_INLINE) {
@@ -1230,7 +1163,7 @@ int rw_pool_memfd(unsigned seals)
 static inline __attribute__((always_inline)) void
 pool_request_mine(const char *call)
 {
-	if (POOL_REQ(caller) != map_caller())
+	if (POOL_REQ(caller) != rw_request_caller())
 		rw_die(call, NULL,
 		       "another thread's pool request replaced this one while "
 		       "it ran (a store released pools_lock?)");
@@ -1663,6 +1596,14 @@ static void fork_prepare(void)
 	rw_reglock_write(&pools_lock);
 	pthread_mutex_lock(&registry_lock);
 	rw_reglock_write(&maps_lock);
+	rw_reglock_write(&rw_list_lock);
+	/* A list operation half done would be the child's list for good:
+	 * its caller is cleared with its last link (a store that released
+	 * list_lock let fork() in before it). */
+	if (__atomic_load_n(&rw_table.list_request.caller, __ATOMIC_RELAXED))
+		rw_die("fork", NULL,
+		       "a list operation is in progress (a store released "
+		       "the list lock?)");
 	pthread_mutex_lock(&nested_lock);
 	FOR_EACH_FORK_HOOK(fork_prepare);
 	if (pipe2(p, O_CLOEXEC))
@@ -1686,6 +1627,7 @@ static void fork_parent(void)
 	TABLE_SET(rw_table.fork_pipe[1], -1);
 	FOR_EACH_FORK_HOOK(fork_parent);
 	pthread_mutex_unlock(&nested_lock);
+	rw_reglock_write_unlock(&rw_list_lock);
 	rw_reglock_write_unlock(&maps_lock);
 	pthread_mutex_unlock(&registry_lock);
 	rw_reglock_write_unlock(&pools_lock);
@@ -1764,6 +1706,7 @@ static void fork_child(void)
 		rw_table_open_in_child = false;
 	}
 	pthread_mutex_init(&nested_lock, NULL);
+	__atomic_store_n(&rw_list_lock, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&maps_lock, 0, __ATOMIC_RELAXED);
 	pthread_mutex_init(&registry_lock, NULL);
 	__atomic_store_n(&pools_lock, 0, __ATOMIC_RELAXED);

@@ -1,104 +1,212 @@
 // SPDX-License-Identifier: MIT
 /*
  * list.c - list helpers for nodes in protected memory, after the RFC's
- * rare_list_*: check the neighbours first, then all pointer updates of the
- * operation in one write, poisoning on delete.
+ * rare_list_*: check the neighbours first, then the pointer updates of the
+ * operation, poisoning on delete.
  *
- * The order of the segments matters for lock-free readers: the new entry's
+ * The order of the links matters for lock-free readers: the new entry's
  * own pointers are written first, and it becomes reachable only by the last
  * store (prev->next), as in the kernel's list_add_rcu().
+ *
+ * What decides the links never waits in writable memory (27x, 27y): the
+ * operation's three nodes go from the registers the arguments came in
+ * into the table's list request first (list_request_put(): no function
+ * call before it), and the checks and every link read them from there.
+ * Each link is one single write, its destination computed from the
+ * request and its source a word of the request (or a constant), so no
+ * array of segments sits on a stack for a store to point elsewhere while
+ * the backend waits for a lock or makes its system calls. list_lock keeps
+ * other operations and fork() out until the last link.
  */
 #include "rarewrite/list.h"
 #include "internal.h"
+#include "region_find.h"
+#include "reglock.h"
+#include "table.h"
 
-static struct rw_seg link_seg(const char *call, struct rare_list_head **field,
-			      struct rare_list_head *const *value)
+/* A lock word (reglock.h): taken inline, before the request is put. */
+RW_HIDDEN uint32_t rw_list_lock;
+
+static struct rare_list_head *const poison1 = RARE_LIST_POISON1;
+static struct rare_list_head *const poison2 = RARE_LIST_POISON2;
+
+#define REQ_NODE(field)                                                        \
+	((struct rare_list_head *)__atomic_load_n(                             \
+		&rw_table.list_request.field, __ATOMIC_RELAXED))
+/* A word of the request as a link's source: the table's own memory. */
+#define REQ_WORD(field)                                                        \
+	((struct rare_list_head *const *)&rw_table.list_request.field)
+
+enum list_op { LIST_ADD, LIST_ADD_TAIL, LIST_DEL };
+
+static __attribute__((noreturn, noinline)) void
+list_refused(const char *call, const void *at, const char *null_what)
 {
-	return (struct rw_seg){
-		.region = rw_region_of(call, field, sizeof(*field)),
-		.dst = field,
-		.src = value,
-		.len = sizeof(*field),
-	};
+	if (!at)
+		rw_die(call, at, "NULL list %s", null_what);
+	rw_region_of(call, at, sizeof(struct rare_list_head));
+	rw_die(call, at, "the list changed while the call ran");
 }
 
-static void check_add(const char *call, struct rare_list_head *entry,
-		      struct rare_list_head *prev, struct rare_list_head *next)
+/* Abort unless the request is still this call's (list_lock is a word a
+ * store can release, and another operation then puts its own). */
+static inline __attribute__((always_inline)) void request_mine(const char *call)
 {
-	if (!entry || !prev || !next)
-		rw_die(call, entry, "NULL list node");
+	if (__atomic_load_n(&rw_table.list_request.caller, __ATOMIC_RELAXED) !=
+	    rw_request_caller()) {
+		rw_reglock_write_unlock(&rw_list_lock);
+		rw_die(call, REQ_NODE(entry),
+		       "another thread's list operation replaced this one "
+		       "while it ran (a store released the list lock?)");
+	}
+}
+
+/*
+ * Put the operation's nodes into the table from the registers they are
+ * in, list_lock held. @at is the node the others were read from (the
+ * head, or the deleted entry): found in a region inline first, so that a
+ * wild pointer aborts instead of faulting; nothing else is checked yet.
+ */
+static inline __attribute__((always_inline)) void
+list_request_put(const char *call, struct rare_list_head *at, enum list_op op,
+		 struct rare_list_head *entry)
+{
+	struct rare_list_head *prev, *next;
+
+	if (!at || !rw_region_find((uintptr_t)at, sizeof(*at))) {
+		rw_reglock_write_unlock(&rw_list_lock);
+		list_refused(call, at, op == LIST_DEL ? "node" : "head");
+	}
+	if (op == LIST_ADD) {
+		prev = at;
+		next = __atomic_load_n(&at->next, __ATOMIC_RELAXED);
+	} else if (op == LIST_ADD_TAIL) {
+		prev = __atomic_load_n(&at->prev, __ATOMIC_RELAXED);
+		next = at;
+	} else {
+		prev = __atomic_load_n(&at->prev, __ATOMIC_RELAXED);
+		next = __atomic_load_n(&at->next, __ATOMIC_RELAXED);
+	}
+	if (!rw_table_put4(&rw_table.list_request.entry, (uintptr_t)entry,
+			   (uintptr_t)prev, (uintptr_t)next,
+			   rw_request_caller())) {
+		rw_reglock_write_unlock(&rw_list_lock);
+		rw_die(call, at,
+		       "the list operation changed on its way to the table (a "
+		       "store into the caller's stack?)");
+	}
+}
+
+/*
+ * The request's nodes are valid for an insertion, list_lock held. Each use
+ * loads them from the request again (REQ_NODE(): an atomic load, never
+ * kept in a register a callee saves), so what is checked is what the
+ * links use.
+ */
+static void check_add(const char *call)
+{
+	if (!REQ_NODE(entry) || !REQ_NODE(prev) || !REQ_NODE(next))
+		rw_die(call, REQ_NODE(entry), "NULL list node");
 	/* Validate before reading: a wild node aborts, it does not fault. */
-	rw_region_of(call, entry, sizeof(*entry));
-	rw_region_of(call, next, sizeof(*next));
-	if ((uintptr_t)entry % sizeof(void *))
-		rw_die(call, entry, "misaligned list node (links would tear)");
-	if (next->prev != prev)
-		rw_die(call, next, "corrupted list: next->prev is %p, not %p",
-		       (void *)next->prev, (void *)prev);
-	if (prev->next != next)
-		rw_die(call, prev, "corrupted list: prev->next is %p, not %p",
-		       (void *)prev->next, (void *)next);
-	if (entry == prev || entry == next)
-		rw_die(call, entry, "entry is already in the list");
+	rw_region_of(call, REQ_NODE(entry), sizeof(struct rare_list_head));
+	rw_region_of(call, REQ_NODE(prev), sizeof(struct rare_list_head));
+	rw_region_of(call, REQ_NODE(next), sizeof(struct rare_list_head));
+	if ((uintptr_t)REQ_NODE(entry) % sizeof(void *))
+		rw_die(call, REQ_NODE(entry),
+		       "misaligned list node (links would tear)");
+	if (REQ_NODE(next)->prev != REQ_NODE(prev))
+		rw_die(call, REQ_NODE(next),
+		       "corrupted list: next->prev is %p, not %p",
+		       (void *)REQ_NODE(next)->prev, (void *)REQ_NODE(prev));
+	if (REQ_NODE(prev)->next != REQ_NODE(next))
+		rw_die(call, REQ_NODE(prev),
+		       "corrupted list: prev->next is %p, not %p",
+		       (void *)REQ_NODE(prev)->next, (void *)REQ_NODE(next));
+	if (REQ_NODE(entry) == REQ_NODE(prev) ||
+	    REQ_NODE(entry) == REQ_NODE(next))
+		rw_die(call, REQ_NODE(entry), "entry is already in the list");
 }
 
-static void add_between(const char *call, struct rare_list_head *entry,
-			struct rare_list_head *prev,
-			struct rare_list_head *next)
+static void check_del(const char *call)
 {
-	check_add(call, entry, prev, next);
-	struct rw_seg segs[4] = {
-		link_seg(call, &entry->next, &next),
-		link_seg(call, &entry->prev, &prev),
-		link_seg(call, &next->prev, &entry),
-		link_seg(call, &prev->next, &entry),
-	};
-	rw_write(segs, 4);
+	if (REQ_NODE(next) == RARE_LIST_POISON1 ||
+	    REQ_NODE(prev) == RARE_LIST_POISON2)
+		rw_die(call, REQ_NODE(entry), "entry was already deleted");
+	if (!rw_region_lookup(REQ_NODE(prev)) ||
+	    !rw_region_lookup(REQ_NODE(next)))
+		rw_die(call, REQ_NODE(entry),
+		       "corrupted list: a neighbour is outside protected "
+		       "memory");
+	if (REQ_NODE(prev)->next != REQ_NODE(entry) ||
+	    REQ_NODE(next)->prev != REQ_NODE(entry))
+		rw_die(call, REQ_NODE(entry),
+		       "corrupted list: neighbours do not point back");
+}
+
+/*
+ * One link: the request still this call's, then a single write whose
+ * destination is computed from the request and whose source is a word of
+ * the request or a constant. The single write keeps both in registers
+ * from its check to its store (rw_write_args()).
+ */
+#define LINK(call, node, field, value)                                         \
+	do {                                                                   \
+		request_mine(call);                                            \
+		rw_write_args(call, &REQ_NODE(node)->field, (value),           \
+			      sizeof(void *), 0);                              \
+	} while (0)
+
+/* Done: the request no longer names a call (fork_prepare() checks). */
+static inline __attribute__((always_inline)) void list_done(const char *call)
+{
+	request_mine(call);
+	if (!rw_table_put4(&rw_table.list_request.entry, 0, 0, 0, 0)) {
+		rw_reglock_write_unlock(&rw_list_lock);
+		rw_die(call, NULL,
+		       "the list request did not clear (a store into the "
+		       "caller's stack?)");
+	}
+	rw_reglock_write_unlock(&rw_list_lock);
+}
+
+/* The arguments reach list_request_put() in their registers: nothing is
+ * called before it but the lock, taken inline. Before init the table is
+ * plain memory, as protected data is, and the same steps hold. */
+static inline __attribute__((always_inline)) void
+list_add_op(const char *call, struct rare_list_head *entry,
+	    struct rare_list_head *head, enum list_op op)
+{
+	rw_reglock_write(&rw_list_lock);
+	list_request_put(call, head, op, entry);
+	check_add(call);
+	LINK(call, entry, next, REQ_WORD(next));
+	LINK(call, entry, prev, REQ_WORD(prev));
+	LINK(call, next, prev, REQ_WORD(entry));
+	LINK(call, prev, next, REQ_WORD(entry));
+	list_done(call);
 }
 
 void rare_list_add(struct rare_list_head *entry, struct rare_list_head *head)
 {
-	if (!head)
-		rw_die("rare_list_add", head, "NULL list head");
-	rw_region_of("rare_list_add", head, sizeof(*head));
-	add_between("rare_list_add", entry, head, head->next);
+	list_add_op("rare_list_add", entry, head, LIST_ADD);
 }
 
 void rare_list_add_tail(struct rare_list_head *entry,
 			struct rare_list_head *head)
 {
-	if (!head)
-		rw_die("rare_list_add_tail", head, "NULL list head");
-	rw_region_of("rare_list_add_tail", head, sizeof(*head));
-	rw_region_of("rare_list_add_tail", head->prev, sizeof(*head));
-	add_between("rare_list_add_tail", entry, head->prev, head);
+	list_add_op("rare_list_add_tail", entry, head, LIST_ADD_TAIL);
 }
 
 void rare_list_del(struct rare_list_head *entry)
 {
-	static struct rare_list_head *const poison1 = RARE_LIST_POISON1;
-	static struct rare_list_head *const poison2 = RARE_LIST_POISON2;
-	struct rare_list_head *prev, *next;
+	static const char call[] = "rare_list_del";
 
-	if (!entry)
-		rw_die("rare_list_del", entry, "NULL list node");
-	rw_region_of("rare_list_del", entry, sizeof(*entry));
-	prev = entry->prev;
-	next = entry->next;
-	if (next == RARE_LIST_POISON1 || prev == RARE_LIST_POISON2)
-		rw_die("rare_list_del", entry, "entry was already deleted");
-	if (!rw_region_lookup(prev) || !rw_region_lookup(next))
-		rw_die("rare_list_del", entry,
-		       "corrupted list: a neighbour is outside protected "
-		       "memory");
-	if (prev->next != entry || next->prev != entry)
-		rw_die("rare_list_del", entry,
-		       "corrupted list: neighbours do not point back");
-	struct rw_seg segs[4] = {
-		link_seg("rare_list_del", &next->prev, &prev),
-		link_seg("rare_list_del", &prev->next, &next),
-		link_seg("rare_list_del", &entry->next, &poison1),
-		link_seg("rare_list_del", &entry->prev, &poison2),
-	};
-	rw_write(segs, 4);
+	rw_reglock_write(&rw_list_lock);
+	list_request_put(call, entry, LIST_DEL, entry);
+	check_del(call);
+	LINK(call, next, prev, REQ_WORD(prev));
+	LINK(call, prev, next, REQ_WORD(next));
+	LINK(call, entry, next, &poison1);
+	LINK(call, entry, prev, &poison2);
+	list_done(call);
 }

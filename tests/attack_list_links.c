@@ -25,6 +25,12 @@
  * memory, each naming the section's own record (from the table) and that
  * same word, with 8 of the attacker's bytes as source.
  *
+ * Before list.c put the operation's nodes into the table and wrote each
+ * link as a single write (commit 298f5ed's src/), 27x landed at the first
+ * system call on pwrite, shadow, mprotect and process, and 27y on pwrite
+ * and shadow. Since, no array exists to find (27y holds trivially, kept
+ * so that one coming back is seen).
+ *
  * Landed: the word changed, even if the library aborts right after (the
  * victim's SIGABRT handler looks), as in 27n: the protected byte was
  * written in sight of every other thread. The victim's own frame (its

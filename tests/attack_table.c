@@ -127,7 +127,7 @@ const struct attack_expect attack_table[] = {
 	{"27t", {B, B, B, B, B}},
 	/* A list helper's links and the backend's cursor over them
 	 * (attack_list_links.c). */
-	{"27x", {B, O, O, O, O}},
-	{"27y", {B, O, O, B, B}},
+	{"27x", {B, B, B, B, O}},
+	{"27y", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
