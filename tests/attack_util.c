@@ -743,13 +743,6 @@ void attack_check(const struct attack *a)
 	    (!strcmp(a->id, "27n") || !strcmp(a->id, "27t")))
 		SKIP("a new pool's start and slot stay in registers only "
 		     "without -fsanitize=address");
-	/* 27y: mprotect's write keeps its pointer to a list helper's
-	 * segments in a register across libc's mprotect(), which saves
-	 * none; the ASan build saves it on the stack (landed at the first
-	 * system call under make check-asan on 660851c; -O2 holds). */
-	if (sanitized_build() && !strcmp(a->id, "27y"))
-		SKIP("mprotect's pointer to a list helper's segments stays "
-		     "in a register only without -fsanitize=address");
 	got = attack_run(a, note, sizeof(note), backend, sizeof(backend));
 	want = attack_expected(a->id, backend);
 	if (getenv("ATTACK_NOTES"))
