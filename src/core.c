@@ -25,6 +25,7 @@
 #include "internal.h"
 #include "critical.h"
 #include "table.h"
+#include "table_put.h"
 #include "pool_layout.h"
 #include "region_find.h"
 #include "rawsys.h"
@@ -49,6 +50,9 @@ static uint32_t views_lock; /* a lock word (reglock.h): taken inline */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 /* A lock word (reglock.h): rare_write_map() takes it without a call. */
 static uint32_t maps_lock;
+/* A lock word (reglock.h): a list operation (list.c) takes it inline
+ * before it puts its request, fork() before the backends' locks. */
+uint32_t rw_list_lock;
 static pthread_mutex_t nested_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Maps of this thread that hold views_lock: its own fork() would wait for
  * itself. A hint: forged, that fork() aborts, or waits for good. */

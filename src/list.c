@@ -23,9 +23,7 @@
 #include "region_find.h"
 #include "reglock.h"
 #include "table.h"
-
-/* A lock word (reglock.h): taken inline, before the request is put. */
-RW_HIDDEN uint32_t rw_list_lock;
+#include "table_put.h"
 
 static struct rare_list_head *const poison1 = RARE_LIST_POISON1;
 static struct rare_list_head *const poison2 = RARE_LIST_POISON2;

@@ -8,7 +8,6 @@
 #define RAREWRITE_TABLE_H
 
 #include "internal.h"
-#include "rawsys.h"
 
 #define RW_MAX_REGIONS 255
 #define RW_MAX_MAPS 1024
@@ -130,8 +129,8 @@ RW_HIDDEN extern struct rw_table rw_table;
 /* Set in the single-threaded fork child while its private copy of the
  * table is mapped writable. */
 RW_HIDDEN extern bool rw_table_open_in_child;
-/* list.c: held by a list operation from its request to its last link, and
- * by fork() (core.c). A lock word (reglock.h). */
+/* core.c: held by a list operation (list.c) from its request to its last
+ * link, and by fork(). A lock word (reglock.h). */
 RW_HIDDEN extern uint32_t rw_list_lock;
 
 /* The region slot of the pool creation or destruction in progress
@@ -150,83 +149,6 @@ RW_HIDDEN void rw_table_store(void *dst, const void *src, size_t len);
 		__typeof__(field) v_ = (val);                                  \
 		rw_table_store(&(field), &v_, sizeof(v_));                     \
 	} while (0)
-/*
- * Which call put a request (the map's, a list operation's): its stack
- * pointer, the same at every point of that call's body and another in
- * every other thread (stacks are disjoint) or frame, and a register no
- * store reaches (never saved to memory: calls give it back by
- * arithmetic). No system call.
- */
-static inline __attribute__((always_inline)) uint64_t rw_request_caller(void)
-{
-#if defined(__x86_64__)
-	uint64_t sp;
-
-	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
-	return sp;
-#else
-	return (uint64_t)(uintptr_t)__builtin_frame_address(0);
-#endif
-}
-
-/*
- * Put the four words @w0-@w3 at @at, a request of the table, from the
- * registers they are in, and compare after: true when the table now holds
- * them. pwrite(2) is made inline, from a copy the asm pushes below the red
- * zone, so no function call saves what the caller holds; a store into
- * that copy before the kernel reads it is caught by the compare. Before
- * the seal, or in the fork child, the table is plain memory; elsewhere
- * (no inline system calls: rawsys.h) the words pass through a buffer.
- */
-static inline __attribute__((always_inline)) bool
-rw_table_put4(uint64_t *at, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3)
-{
-	long bad = 0;
-
-	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
-	    !RW_RAWSYS_INLINE) {
-		const uint64_t words[4] = {w0, w1, w2, w3};
-
-		rw_table_store(at, words, sizeof(words));
-		return at[0] == w0 && at[1] == w1 && at[2] == w2 && at[3] == w3;
-	}
-#if RW_RAWSYS_INLINE
-	__asm__ volatile("sub $128, %%rsp\n\t" /* the red zone */
-			 "push %[w3]\n\t"
-			 "push %[w2]\n\t"
-			 "push %[w1]\n\t"
-			 "push %[w0]\n\t"
-			 "mov %[fd], %%edi\n\t"
-			 "mov %%rsp, %%rsi\n\t"
-			 "mov $32, %%edx\n\t"
-			 "mov %[off], %%r10\n\t"
-			 "mov %[nr], %%eax\n\t"
-			 "syscall\n\t"
-			 "add $160, %%rsp\n\t"
-			 "cmp $32, %%rax\n\t"
-			 "jne 1f\n\t"
-			 "xor %%eax, %%eax\n\t"
-			 "cmp %[w0], (%[at])\n\t"
-			 "jne 1f\n\t"
-			 "cmp %[w1], 8(%[at])\n\t"
-			 "jne 1f\n\t"
-			 "cmp %[w2], 16(%[at])\n\t"
-			 "jne 1f\n\t"
-			 "cmp %[w3], 24(%[at])\n\t"
-			 "je 2f\n"
-			 "1:\tmov $1, %%eax\n"
-			 "2:"
-			 : "=&a"(bad)
-			 : [fd] "m"(rw_table.vault_fd), [at] "r"(at),
-			   [off] "r"((long)((char *)at - (char *)&rw_table)),
-			   [w0] "r"(w0), [w1] "r"(w1), [w2] "r"(w2),
-			   [w3] "r"(w3), [nr] "i"(SYS_pwrite64)
-			 : "rdi", "rsi", "rdx", "r10", "rcx", "r11", "memory",
-			   "cc");
-#endif
-	return !bad;
-}
-
 /* Abort naming @call in a child made by a raw fork(), which shares the
  * parent's table and memfd-backed views. */
 RW_HIDDEN void rw_owner_check(const char *call, const void *addr);
