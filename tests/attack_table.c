@@ -126,8 +126,9 @@ const struct attack_expect attack_table[] = {
 	 */
 	{"27t", {B, B, B, B, B}},
 	/* A list helper's links and the backend's cursor over them
-	 * (attack_list_links.c). */
+	 * (attack_segments.c). */
 	{"27x", {B, B, B, B, O}},
 	{"27y", {B, B, B, B, B}},
+	{"27z", {B, O, O, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * attack_list_links.c - scenarios 27x and 27y: a list helper's links on
- * their way from its check to the backend's stores.
+ * attack_segments.c - scenarios 27x, 27y and 27z: what a write hands the
+ * backend as segments, on its way from the caller's check to the stores.
  *
- * rare_list_add() checks the neighbours, then hands its four links to the
- * backend as an array of segments on its stack (list.c), and the backend
- * walks that array with a cursor. Between the check and the last store
- * the call makes system calls (a lock's futex, a window's mprotect(2),
- * shadow's mmap(2) and munmap(2) of each alias, pwrite's pwrite(2),
- * process's sendmsg(2)), and the stack is the attacker's at each of them.
+ * rare_list_add() checked the neighbours, then handed its four links to
+ * the backend as an array of segments on its stack (list.c), and the
+ * backend walked that array with a cursor; a pool's bookkeeping write
+ * (pool.c) still hands one segment on its stack. Between the check and
+ * the last store the call makes system calls (a lock's futex, a window's
+ * mprotect(2), shadow's mmap(2) and munmap(2) of each alias, pwrite's
+ * pwrite(2), process's sendmsg(2)), and the stack is the attacker's at
+ * each of them.
  *
  * Deterministic, not a race: the attack child traces a victim child with
  * PTRACE_SYSCALL and at the n-th system call entry of the call (n = 1, 2,
@@ -25,16 +27,23 @@
  * memory, each naming the section's own record (from the table) and that
  * same word, with 8 of the attacker's bytes as source.
  *
+ * 27z: rare_alloc()'s bookkeeping segment, found on the stack by its
+ * region (the pool's record) and destination (the pool's bookkeeping):
+ * every word equal to its end (the backend's loop bound, wherever a
+ * callee saved it) is moved one segment further, and a forged segment
+ * (as 27y's) is written right after it, where the loop would read next.
+ *
  * Before list.c put the operation's nodes into the table and wrote each
  * link as a single write (commit 298f5ed's src/), 27x landed at the first
  * system call on pwrite, shadow, mprotect and process, and 27y on pwrite
  * and shadow. Since, no array exists to find (27y holds trivially, kept
  * so that one coming back is seen).
  *
- * Landed: the word changed, even if the library aborts right after (the
- * victim's SIGABRT handler looks), as in 27n: the protected byte was
- * written in sight of every other thread. The victim's own frame (its
- * arguments) is the program's, as everywhere in the attack lane.
+ * Landed: the word changed, even if the library aborts (or the rewritten
+ * frame crashes) right after (the victim's handlers look), as in 27n: the
+ * protected byte was written in sight of every other thread. The victim's
+ * own frame (its arguments) is the program's, as everywhere in the attack
+ * lane.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -64,9 +73,13 @@ static struct {
 	.b = RARE_LIST_HEAD_INIT(ll.b),
 };
 
-/* 27y's forged segments: writable memory of the victim, as the
- * attacker's own buffer would be. */
+/* 27y's and 27z's forged segments: writable memory of the victim, as
+ * the attacker's own buffer would be. */
 static struct rw_seg ll_forged[4];
+/* 27z's pool (made by the attack child, each victim's copy its own) and
+ * its record in the table. */
+static struct rare_pool *ll_pool;
+static uintptr_t ll_pool_record;
 static const uint64_t ll_evil = 0x4141414141414141ULL;
 
 /* The victim's stack pointer right before its call: the attacker
@@ -74,44 +87,55 @@ static const uint64_t ll_evil = 0x4141414141414141ULL;
 static volatile uintptr_t ll_victim_sp;
 
 enum { LL_HELD = 0, LL_LANDED = 10, LL_NOT_LINKED = 11 };
+enum ll_mode { LL_DESTINATION, LL_CURSOR, LL_SEG_END };
 
-static void ll_on_abort(int sig)
+/* An abort, or a crash of a rewritten frame: held unless the word
+ * changed first. */
+static void ll_on_death(int sig)
 {
-	(void)sig;
-	_exit(ll.target ? LL_LANDED : 128 + SIGABRT);
+	_exit(ll.target ? LL_LANDED : 128 + sig);
 }
 
-static __attribute__((noinline)) void ll_add(void)
+static __attribute__((noinline)) void ll_call(enum ll_mode mode)
 {
 	uintptr_t sp;
 
 	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
 	ll_victim_sp = sp; /* the callees' frames are below */
-	rare_list_add(&ll.b, &ll.head);
+	if (mode == LL_SEG_END) {
+		if (!rare_alloc(ll_pool, 64))
+			_exit(LL_NOT_LINKED);
+	} else {
+		rare_list_add(&ll.b, &ll.head);
+	}
 }
 
-static __attribute__((noreturn)) void ll_victim(void)
+static __attribute__((noreturn)) void ll_victim(enum ll_mode mode)
 {
 	rare_list_add(&ll.a, &ll.head); /* head -> a, untraced */
-	signal(SIGABRT, ll_on_abort);
+	signal(SIGABRT, ll_on_death);
+	signal(SIGSEGV, ll_on_death);
+	signal(SIGBUS, ll_on_death);
 	ptrace(PTRACE_TRACEME, 0, 0, 0);
 	raise(SIGSTOP);
-	ll_add();
+	ll_call(mode);
 	if (ll.target)
 		_exit(LL_LANDED);
-	if (ll.head.next != &ll.b || ll.b.next != &ll.a || ll.a.prev != &ll.b ||
-	    ll.b.prev != &ll.head)
+	if (mode != LL_SEG_END &&
+	    (ll.head.next != &ll.b || ll.b.next != &ll.a ||
+	     ll.a.prev != &ll.b || ll.b.prev != &ll.head))
 		_exit(LL_NOT_LINKED);
 	_exit(LL_HELD);
 }
 
 /* Rewrite every word of @pid in [@lo, @hi) for which @map gives a new
- * value. Returns how many. */
+ * value (@only > 0: only the @only-th of them, from @lo up). Returns how
+ * many. */
 static unsigned ll_rewrite(pid_t pid, uintptr_t lo, uintptr_t hi,
 			   uintptr_t (*map)(uintptr_t v, uintptr_t arg),
-			   uintptr_t arg)
+			   uintptr_t arg, unsigned only)
 {
-	unsigned n = 0;
+	unsigned n = 0, seen = 0;
 
 	for (uintptr_t w = lo & ~(uintptr_t)7; w < hi; w += 8) {
 		uintptr_t v, to;
@@ -121,8 +145,9 @@ static unsigned ll_rewrite(pid_t pid, uintptr_t lo, uintptr_t hi,
 		if (errno)
 			continue;
 		to = map(v, arg);
-		if (to != v &&
-		    !ptrace(PTRACE_POKEDATA, pid, (void *)w, (void *)to))
+		if (to == v || (only && ++seen != only))
+			continue;
+		if (!ptrace(PTRACE_POKEDATA, pid, (void *)w, (void *)to))
 			n++;
 	}
 	return n;
@@ -168,10 +193,60 @@ static uintptr_t ll_find_array(pid_t pid, uintptr_t lo, uintptr_t hi)
 	return 0;
 }
 
+/* 27z: the bookkeeping segment on the victim's stack, its region the
+ * pool's record, its destination below the pool's user start, its source
+ * on the stack (the record pool.c built) and its length a record's. */
+static uintptr_t ll_find_segment(pid_t pid, uintptr_t lo, uintptr_t hi)
+{
+	const struct rw_region *r = (const struct rw_region *)ll_pool_record;
+
+	for (uintptr_t w = lo & ~(uintptr_t)7;
+	     w + 2 * sizeof(struct rw_seg) <= hi; w += 8) {
+		long words[sizeof(struct rw_seg) / sizeof(long)];
+		struct rw_seg seg;
+
+		errno = 0;
+		for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+			words[i] = ptrace(PTRACE_PEEKDATA, pid,
+					  (void *)(w + i * sizeof(long)), 0);
+		memcpy(&seg, words, sizeof(seg));
+		if (!errno && (uintptr_t)seg.region == ll_pool_record &&
+		    (uintptr_t)seg.dst >= r->start &&
+		    (uintptr_t)seg.dst < r->user_start &&
+		    (uintptr_t)seg.src >= lo && (uintptr_t)seg.src < hi &&
+		    seg.len && seg.len <= 4096)
+			return w;
+	}
+	return 0;
+}
+
+/* 27z: the segment's end, one segment further. */
+static uintptr_t ll_map_seg_end(uintptr_t v, uintptr_t seg)
+{
+	if (seg && v == seg + sizeof(struct rw_seg))
+		return seg + 2 * sizeof(struct rw_seg);
+	return v;
+}
+
+/* 27z: a forged segment right after @seg. */
+static void ll_poke_forged(pid_t pid, uintptr_t seg)
+{
+	long words[sizeof(struct rw_seg) / sizeof(long)];
+
+	memcpy(words, &ll_forged[0], sizeof(words));
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		ptrace(PTRACE_POKEDATA, pid,
+		       (void *)(seg + sizeof(struct rw_seg) + i * sizeof(long)),
+		       (void *)words[i]);
+}
+
 enum ll_round { LL_NO_MOMENT, LL_ROUND_HELD, LL_ROUND_LANDED };
 
-/* One victim, attacked at its @nth system call entry after its stop. */
-static enum ll_round ll_round(bool cursor, unsigned nth, char *what, size_t cap)
+/* One victim, attacked at its @nth system call entry after its stop
+ * (27z: at the @only-th word equal to the segment's end: the loop's
+ * cursor, advanced before the call, has the same value). */
+static enum ll_round ll_round(enum ll_mode mode, unsigned nth, unsigned only,
+			      char *what, size_t cap)
 {
 	unsigned entries = 0, rewritten = 0;
 	uintptr_t sp_top = 0, array = 0;
@@ -184,7 +259,7 @@ static enum ll_round ll_round(bool cursor, unsigned nth, char *what, size_t cap)
 	if (pid < 0)
 		attack_report(ATTACK_ERROR, "fork: %s", strerror(errno));
 	if (!pid)
-		ll_victim();
+		ll_victim(mode);
 	if (waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status) ||
 	    ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACESYSGOOD))
 		attack_report(ATTACK_ERROR, "cannot trace the victim: %s",
@@ -210,32 +285,44 @@ static enum ll_round ll_round(bool cursor, unsigned nth, char *what, size_t cap)
 		sp_top = (uintptr_t)ptrace(PTRACE_PEEKDATA, pid,
 					   (void *)&ll_victim_sp, 0);
 		attack_begin();
-		if (!cursor) {
+		if (mode == LL_DESTINATION) {
 			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
-					       ll_map_destination, 0);
-		} else {
+					       ll_map_destination, 0, 0);
+		} else if (mode == LL_CURSOR) {
 			array = ll_find_array(pid, (uintptr_t)regs.rsp, sp_top);
 			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
-					       ll_map_cursor, array);
+					       ll_map_cursor, array, 0);
+		} else {
+			array = ll_find_segment(pid, (uintptr_t)regs.rsp,
+						sp_top);
+			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
+					       ll_map_seg_end, array, only);
+			if (rewritten)
+				ll_poke_forged(pid, array);
 		}
 		attacked = true;
 	}
 	snprintf(what, cap, "at system call %u (%s), %u words rewritten%s: %s",
 		 nth, attacked ? "entered" : "none", rewritten,
-		 cursor && !array ? " (no array of four on the stack)" : "",
+		 mode == LL_CURSOR && !array
+			 ? " (no array of four on the stack)"
+		 : mode == LL_SEG_END && !array ? " (no segment on the stack)"
+						: "",
 		 WIFEXITED(status) && WEXITSTATUS(status) == LL_LANDED
-			 ? "the link went over the target"
+			 ? "the target word changed"
 		 : WIFEXITED(status) && WEXITSTATUS(status) == LL_NOT_LINKED
 			 ? "the list was left half linked"
 		 : WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGABRT
 			 ? "the library aborted"
+		 : WIFEXITED(status) && WEXITSTATUS(status) > 128
+			 ? "the victim died of a rewritten frame"
 			 : "held");
 	if (!attacked)
 		return LL_NO_MOMENT;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == LL_LANDED)
 		return LL_ROUND_LANDED;
-	if (WIFEXITED(status) && (WEXITSTATUS(status) == LL_HELD ||
-				  WEXITSTATUS(status) == 128 + SIGABRT))
+	if (WIFEXITED(status) &&
+	    (WEXITSTATUS(status) == LL_HELD || WEXITSTATUS(status) > 128))
 		return LL_ROUND_HELD;
 	/* Half linked with the target untouched: the write went nowhere
 	 * protected, or partly; not the attack's aim, but say so. */
@@ -245,7 +332,7 @@ static enum ll_round ll_round(bool cursor, unsigned nth, char *what, size_t cap)
 		      status, what);
 }
 
-static void ll_attack(bool cursor)
+static void ll_attack(enum ll_mode mode)
 {
 	const struct rw_table *t = attack_lib_sym("rw_table");
 	const struct rw_region *r = t ? attack_region_of(t, &ll) : NULL;
@@ -259,11 +346,26 @@ static void ll_attack(bool cursor)
 					       .dst = &ll.target,
 					       .src = &ll_evil,
 					       .len = sizeof(ll_evil)};
+	if (mode == LL_SEG_END) {
+		/* A pool of the default backend, on whose first rare_alloc()
+		 * each victim writes the bookkeeping of a fresh page. */
+		ll_pool = rare_pool_create(1 << 16);
+		r = ll_pool ? attack_region_of(t, ll_pool) : NULL;
+		if (!r)
+			attack_report(ATTACK_ERROR, "rare_pool_create: %s",
+				      strerror(errno));
+		ll_pool_record = (uintptr_t)r;
+	}
 	for (nth = 1; nth < 64; nth++) {
-		enum ll_round round = ll_round(cursor, nth, what, sizeof(what));
+		enum ll_round round = LL_NO_MOMENT;
 
-		if (round == LL_ROUND_LANDED)
-			attack_report(ATTACK_OPEN, "%s", what);
+		for (unsigned only = mode == LL_SEG_END; only <= 3; only++) {
+			round = ll_round(mode, nth, only, what, sizeof(what));
+			if (round == LL_ROUND_LANDED)
+				attack_report(ATTACK_OPEN, "%s", what);
+			if (round == LL_NO_MOMENT || !only)
+				break;
+		}
 		if (round == LL_NO_MOMENT)
 			break;
 		held++;
@@ -283,7 +385,7 @@ ATTACK("27x", list_link_destination,
        "frames at each system call of the call: no link may go over a "
        "word the call does not name")
 {
-	ll_attack(false);
+	ll_attack(LL_DESTINATION);
 }
 
 ATTACK("27y", list_link_cursor,
@@ -291,5 +393,13 @@ ATTACK("27y", list_link_cursor,
        "forged segments at each system call of the call: no forged "
        "segment may be written")
 {
-	ll_attack(true);
+	ll_attack(LL_CURSOR);
+}
+
+ATTACK("27z", pool_segment_end,
+       "the backend's loop bound over `rare_alloc`'s bookkeeping segment "
+       "moved one segment further at each system call of the call, a "
+       "forged segment after it: no forged segment may be written")
+{
+	ll_attack(LL_SEG_END);
 }
