@@ -70,55 +70,31 @@ static inline void fork_check(const char *call)
 		rw_fork_refuse(call);
 }
 
-/* Before init, protected data is ordinary memory: store it directly. */
-static void write_plain(const struct rw_seg *segs, unsigned n)
+/*
+ * One segment, never an array: a backend that looped over an array kept
+ * its cursor and end in registers its per-segment functions saved on the
+ * stack across their system calls, and a store there ran a forged segment
+ * after the real one (27y, 27z).
+ */
+void rw_write(const struct rw_seg *seg)
 {
-	for (unsigned i = 0; i < n; i++)
-		rw_seg_store(&segs[i], segs[i].dst);
-}
-
-void rw_write(const struct rw_seg *segs, unsigned n)
-{
-	const struct rw_backend *b;
-	unsigned i;
-
-	if (!n)
-		return;
-	if (!rw_initialised()) {
-		/* Before init only a section that its library sealed itself
-		 * (rare_write_seal_self()) is protected. */
-		for (i = 0; i < n; i++) {
-			const struct rw_region *r = rw_seg_region(&segs[i]);
-
-			if (r->protected_)
-				r->backend->write(&segs[i], 1);
-			else
-				write_plain(&segs[i], 1);
-		}
-		return;
-	}
-	b = rw_seg_region(&segs[0])->backend;
-	for (i = 1; i < n; i++)
-		if (rw_seg_region(&segs[i])->backend != b)
-			break;
-	if (i < n) { /* segments on pools of different levels */
-		for (i = 0; i < n; i++)
-			rw_write(&segs[i], 1);
-		return;
-	}
-	/* Inside this thread's own begin/end window, stores go straight in.
-	 * The backend is read from the table again at each use, never @b
-	 * held across a call (a callee saves it on the stack): which code
-	 * runs is the region's. */
-	if (rw_window_depth &&
-	    rw_seg_region(&segs[0])->backend == rw_table.backend) {
-		write_plain(segs, n);
+	/* Before init only a section that its library sealed itself
+	 * (rare_write_seal_self()) is protected: the rest is ordinary
+	 * memory. Inside this thread's own begin/end window, stores go
+	 * straight in. The backend is read from the table again at each
+	 * use, never held across a call (a callee saves it on the stack):
+	 * which code runs is the region's. */
+	if (!rw_initialised()
+		    ? !rw_seg_region(seg)->protected_
+		    : rw_window_depth &&
+			      rw_seg_region(seg)->backend == rw_table.backend) {
+		rw_seg_store(seg, seg->dst);
 		return;
 	}
 	/* Memory a raw fork() child would share with its parent. */
-	if (rw_seg_region(&segs[0])->backend->dontfork_views)
-		rw_owner_check("rare_write", segs[0].dst);
-	rw_seg_region(&segs[0])->backend->write(segs, n);
+	if (rw_initialised() && rw_seg_region(seg)->backend->dontfork_views)
+		rw_owner_check("rare_write", seg->dst);
+	rw_seg_region(seg)->backend->write(seg);
 }
 
 void rw_seg_moved(const char *call, const void *dst)
@@ -144,7 +120,7 @@ static __attribute__((noinline)) void write_args_slow(const char *call,
 				     .len = len,
 				     .fill = fill};
 
-		rw_write(&seg, 1);
+		rw_write(&seg);
 		return;
 	}
 	if (b->dontfork_views)

@@ -89,8 +89,10 @@ struct rw_backend {
 	/* Release what create() made. */
 	void (*destroy)(struct rw_region *r);
 
-	/* Apply @n segments; where the mechanism has windows, one window. */
-	void (*write)(const struct rw_seg *segs, unsigned n);
+	/* Apply one segment (a pool's bookkeeping, a write before init or
+	 * without write_one): read from the caller's memory once. Never an
+	 * array: a loop's cursor crosses the backend's system calls. */
+	void (*write)(const struct rw_seg *seg);
 	/* Optional: one write of the public API (@src NULL: @len bytes of
 	 * @fill) into @r, the table's region the core found for @dst (never
 	 * a copy in memory). Takes the backend's locks first, then checks
@@ -353,8 +355,8 @@ RW_HIDDEN struct rw_region *rw_region_lookup(const void *addr);
 /* The table's region of @s, checked again to hold it (or abort): what a
  * backend uses rather than s->region, which sits in writable memory. */
 RW_HIDDEN const struct rw_region *rw_seg_region(const struct rw_seg *s);
-/* Write validated segments as one operation (one window where possible). */
-RW_HIDDEN void rw_write(const struct rw_seg *segs, unsigned n);
+/* Write one validated segment through its region's backend. */
+RW_HIDDEN void rw_write(const struct rw_seg *seg);
 /* One write of the public API, naming @call: validated after the backend's
  * locks are taken (write_one), where the backend has them. */
 RW_HIDDEN void rw_write_args(const char *call, void *dst, const void *src,

@@ -140,7 +140,7 @@ static void meta_write(struct rw_region *r, void *dst, const void *src,
 {
 	struct rw_seg seg = {.region = r, .dst = dst, .src = src, .len = len};
 
-	rw_write(&seg, 1);
+	rw_write(&seg);
 }
 
 /*
@@ -414,7 +414,7 @@ void rare_free(struct rare_pool *pool, void *obj)
 			       "pages");
 		}
 		zero_object("rare_free", obj, n * page);
-		rw_write(&seg, 1);
+		rw_write(&seg);
 		memset(&want, 0, sizeof(want));
 		for (size_t i = 0; i < n; i++)
 			meta_verify("rare_free", pool, p + i, &want, 0, false);

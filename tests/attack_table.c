@@ -129,6 +129,6 @@ const struct attack_expect attack_table[] = {
 	 * (attack_segments.c). */
 	{"27x", {B, B, B, B, O}},
 	{"27y", {B, B, B, B, B}},
-	{"27z", {B, O, O, B, B}},
+	{"27z", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

@@ -445,51 +445,35 @@ static void page_span(const struct rw_seg *s, uintptr_t *start, size_t *len)
 }
 
 /*
- * The pieces are computed once, before they open, and the same ones are
- * closed: the segments are the caller's, on its stack, and a segment moved
- * between the flips to another piece of a live region closed that piece
- * and left the opened one writable at rest (an outside review, 27g: a
- * pool's bookkeeping page after rare_free(), a list head's page). A
- * segment that no longer lies in the pieces opened for it aborts the write
- * before its store.
+ * A segment (a pool's bookkeeping, a write before init). Its pieces are
+ * computed once, before they open, and the same ones are closed: the
+ * segment is the caller's, on its stack, and a segment moved between the
+ * flips to another piece of a live region closed that piece and left the
+ * opened one writable at rest (an outside review, 27g: a pool's
+ * bookkeeping page after rare_free(), a list head's page). A segment that
+ * no longer lies in the pieces opened for it aborts the write before its
+ * store. One segment per call: no cursor crosses the flips (27z).
  */
-#define MAX_WRITE_SEGS 4 /* the list helpers write four links at once */
-static void mprotect_write(const struct rw_seg *segs, unsigned n)
+static void mprotect_write(const struct rw_seg *seg)
 {
-	struct {
-		uintptr_t start;
-		size_t len;
-	} span[MAX_WRITE_SEGS];
+	uintptr_t opened, start;
+	size_t opened_len, len;
 
-	if (n > MAX_WRITE_SEGS)
-		rw_die("rare_write_memcpy", NULL, "%u segments in one write",
-		       n);
 	lock();
 	if (windows_open()) {
 		/* Another thread's window has every region open already. */
-		for (unsigned i = 0; i < n; i++)
-			rw_seg_store(&segs[i], segs[i].dst);
+		rw_seg_store(seg, seg->dst);
 		unlock();
 		return;
 	}
-	for (unsigned i = 0; i < n; i++) {
-		page_span(&segs[i], &span[i].start, &span[i].len);
-		flip("rare_write_memcpy", span[i].start, span[i].len, true);
-	}
-	for (unsigned i = 0; i < n; i++) {
-		uintptr_t start;
-		size_t len;
-
-		page_span(&segs[i], &start, &len);
-		if (start < span[i].start ||
-		    start + len > span[i].start + span[i].len)
-			rw_die("rare_write_memcpy", segs[i].dst,
-			       "the write's segment moved while its pages "
-			       "opened");
-		rw_seg_store(&segs[i], segs[i].dst);
-	}
-	for (unsigned i = 0; i < n; i++)
-		flip("rare_write_memcpy", span[i].start, span[i].len, false);
+	page_span(seg, &opened, &opened_len);
+	flip("rare_write_memcpy", opened, opened_len, true);
+	page_span(seg, &start, &len);
+	if (start < opened || start + len > opened + opened_len)
+		rw_die("rare_write_memcpy", seg->dst,
+		       "the write's segment moved while its pages opened");
+	rw_seg_store(seg, seg->dst);
+	flip("rare_write_memcpy", opened, opened_len, false);
 	unlock();
 }
 

@@ -738,8 +738,10 @@ static inline __attribute__((always_inline)) void span_leave(void)
  * key of ours is still open afterwards (a map of this thread, or a forged
  * spill) does the record decide. A signal in between runs after it.
  */
-static void pkey_write(const struct rw_seg *segs, unsigned n)
+static void pkey_write(const struct rw_seg *segs)
 {
+	const unsigned n = 1;
+
 	uint32_t mask = 0, pre, opened, want;
 
 	/* The table's slot, not the segment's pointer (on the stack). */

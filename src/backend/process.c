@@ -1456,11 +1456,10 @@ static void zero_sealed(const struct rw_region *r)
 		       strerror(-err));
 }
 
-static void process_write(const struct rw_seg *segs, unsigned n)
+static void process_write(const struct rw_seg *seg)
 {
-	process_write_call(segs[0].src ? "rare_write_memcpy"
-				       : "rare_write_memset",
-			   segs, n, true);
+	process_write_call(seg->src ? "rare_write_memcpy" : "rare_write_memset",
+			   seg, 1, true);
 }
 
 /* map hands out a private staging copy; unmap commits it in one request. */

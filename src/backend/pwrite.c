@@ -193,15 +193,14 @@ static void pwrite_seg(const struct rw_seg *seg, bool widen)
 		pwrite_fill((void *)dst, fill, len, r->fd, off);
 }
 
-static void pwrite_write(const struct rw_seg *segs, unsigned n)
+static void pwrite_write(const struct rw_seg *seg)
 {
-	bool widen = false;
+	bool widen = needs_widening(
+		(uintptr_t)__atomic_load_n(&seg->dst, __ATOMIC_RELAXED),
+		__atomic_load_n(&seg->len, __ATOMIC_RELAXED));
 
-	for (unsigned i = 0; i < n; i++)
-		widen |= needs_widening((uintptr_t)segs[i].dst, segs[i].len);
 	rw_memfd_write_lock(widen);
-	for (unsigned i = 0; i < n; i++)
-		pwrite_seg(&segs[i], widen);
+	pwrite_seg(seg, widen);
 	rw_memfd_write_unlock();
 }
 

@@ -314,42 +314,38 @@ static __attribute__((noinline)) void write_seg_bulk(const struct rw_region *r,
 }
 
 /*
- * The list helpers' and the pools' bookkeeping writes: each segment is
- * read out of the caller's memory (its stack, which another thread's store
- * can rewrite) into registers once, and goes to the write path of single
- * writes, which checks it under the lock and stores it with every value
- * still in registers. A copy on the stack, checked by rw_seg_region() and
- * read again for the store, let a store in between move the write
- * anywhere in the region's memfd, its bookkeeping included. The lock is
- * held across the segments too, so that no fork copies a list half
- * linked (the inner takes are a reader's again: no wait).
+ * A segment (a pool's bookkeeping, a write before init): read out of the
+ * caller's memory (its stack, which another thread's store can rewrite)
+ * into registers once, and on to the write path of single writes, which
+ * checks it under the lock and stores it with every value still in
+ * registers. A copy on the stack, checked by rw_seg_region() and read
+ * again for the store, let a store in between move the write anywhere in
+ * the region's memfd, its bookkeeping included (27r); a loop over an
+ * array kept its cursor and end where write_seg_unit() saved them across
+ * mmap(2), and a store there ran a forged segment (27y, 27z).
  */
-static void shadow_write(const struct rw_seg *segs, unsigned n)
+static void shadow_write(const struct rw_seg *s)
 {
-	rw_memfd_write_lock(false);
-	for (unsigned i = 0; i < n; i++) {
-		const struct rw_seg *s = &segs[i];
-		const struct rw_region *r =
-			__atomic_load_n(&s->region, __ATOMIC_RELAXED);
-		uintptr_t a =
-			(uintptr_t)__atomic_load_n(&s->dst, __ATOMIC_RELAXED);
-		const void *src = __atomic_load_n(&s->src, __ATOMIC_RELAXED);
-		size_t len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
-		int fill = __atomic_load_n(&s->fill, __ATOMIC_RELAXED);
+	const struct rw_region *r =
+		__atomic_load_n(&s->region, __ATOMIC_RELAXED);
+	uintptr_t a = (uintptr_t)__atomic_load_n(&s->dst, __ATOMIC_RELAXED);
+	const void *src = __atomic_load_n(&s->src, __ATOMIC_RELAXED);
+	size_t len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+	int fill = __atomic_load_n(&s->fill, __ATOMIC_RELAXED);
 
-		if (!RW_RAWSYS_INLINE) {
-			/* Elsewhere: a checked copy (SECURITY.md). */
-			const struct rw_seg c = *s;
+	if (!RW_RAWSYS_INLINE) {
+		/* Elsewhere: a checked copy (SECURITY.md). */
+		const struct rw_seg c = *s;
 
-			shadow_store("rare_write_memcpy", rw_seg_region(&c),
-				     c.dst, c.src, c.len, c.fill);
-		} else if (rw_is_unit(a, len)) {
-			write_seg_unit(r, a, src, len, fill);
-		} else {
-			write_seg_bulk(r, a, src, len, fill);
-		}
+		rw_memfd_write_lock(false);
+		shadow_store("rare_write_memcpy", rw_seg_region(&c), c.dst,
+			     c.src, c.len, c.fill);
+		rw_memfd_write_unlock();
+	} else if (rw_is_unit(a, len)) {
+		write_seg_unit(r, a, src, len, fill);
+	} else {
+		write_seg_bulk(r, a, src, len, fill);
 	}
-	rw_memfd_write_unlock();
 }
 
 /* Tail calls: the arguments go on in the registers they came in. */
