@@ -50,6 +50,7 @@
  * does the C library take the path with the cancellation check.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -396,6 +397,34 @@ static unsigned r4_clear_flags(pid_t pid, const struct user_regs_struct *regs,
 
 #define R4_MAX_STEPS 2000000u
 
+/* Whether @rip is the library's code, asked after every instruction.
+ * With librarewrite.so, whether it lies in the library's object (its code
+ * is the library's); in a static program attack_lib_code(), which reads
+ * the symbol table from the file at each call, remembered per address. */
+static bool r4_lib_code(uintptr_t rip)
+{
+	static struct {
+		uintptr_t rip;
+		bool ours;
+	} memo[8192];
+	static Dl_info lib;
+	static int shared = -1;
+	size_t i = (rip ^ rip >> 13) % (sizeof(memo) / sizeof(memo[0]));
+	Dl_info at;
+
+	if (shared < 0)
+		shared = dladdr((void *)rare_write_init, &lib) &&
+			 lib.dli_fname && lib.dli_fname[0];
+	if (shared)
+		return dladdr((void *)rip, &at) &&
+		       at.dli_fbase == lib.dli_fbase;
+	if (memo[i].rip != rip) {
+		memo[i].rip = rip;
+		memo[i].ours = attack_lib_code((void *)rip);
+	}
+	return memo[i].ours;
+}
+
 static long r4_flag_stop(pid_t pid, enum r4_stop stop,
 			 const struct user_regs_struct *regs, void *arg)
 {
@@ -417,7 +446,7 @@ static long r4_flag_stop(pid_t pid, enum r4_stop stop,
 		run->done = true;
 		return PTRACE_SYSCALL;
 	}
-	if (attack_lib_code((void *)regs->rip))
+	if (r4_lib_code(regs->rip))
 		run->cleared += r4_clear_flags(pid, regs, run);
 	return PTRACE_SINGLESTEP;
 }
