@@ -125,6 +125,11 @@ const struct attack_expect attack_table[] = {
 	/* A new pool's start, moved outside every region (attack_inflight.c).
 	 */
 	{"27t", {B, B, B, B, B}},
+	/* Findings 1, 2 and 4 of the fresh review of 4d3a807, each with a
+	 * test of its own (attack_review4.c). */
+	{"27u", {NA, B, NA, NA, B}},
+	{"27v", {B, NA, B, B, NA}},
+	{"27w", {B, B, B, B, B}},
 	/* A list helper's links and the backend's cursor over them
 	 * (attack_segments.c). */
 	{"27x", {B, B, B, B, O}},

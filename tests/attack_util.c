@@ -743,6 +743,16 @@ void attack_check(const struct attack *a)
 	    (!strcmp(a->id, "27n") || !strcmp(a->id, "27t")))
 		SKIP("a new pool's start and slot stay in registers only "
 		     "without -fsanitize=address");
+	/* 27w: a table write's file offset goes from rw_vault_store()'s
+	 * registers to the kernel; the ASan build keeps it in a stack slot
+	 * (objdump of build-asan's rw_vault_store(): the offset of the
+	 * write's start at 0x38(%rsp), added to the progress for each
+	 * pwrite(2)): 27w landed there in 4 of 4 runs on pwrite, shadow,
+	 * mprotect and process, unmap's last table write; the -O2 build
+	 * held 3 of 3). */
+	if (sanitized_build() && !strcmp(a->id, "27w"))
+		SKIP("a table write's offset stays in registers only without "
+		     "-fsanitize=address");
 	got = attack_run(a, note, sizeof(note), backend, sizeof(backend));
 	want = attack_expected(a->id, backend);
 	if (getenv("ATTACK_NOTES"))
