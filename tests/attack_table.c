@@ -119,7 +119,7 @@ const struct attack_expect attack_table[] = {
 	/* A pool destroyed under a write (attack_destroy.c). */
 	{"27q", {NA, B, B, NA, NA}},
 	/* A backend's copy of a segment (attack_inflight.c). */
-	{"27r", {O, B, B, B, B}},
+	{"27r", {B, B, B, B, B}},
 	/* The view a map records, rewritten on its way (attack_map_view.c). */
 	{"27s", {NA, NA, B, NA, NA}},
 	/* A new pool's start, moved outside every region (attack_inflight.c).

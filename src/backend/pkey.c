@@ -65,6 +65,7 @@
 #include "internal.h"
 #include "critical.h"
 #include "rawsys.h"
+#include "region_find.h"
 #include "thread_self.h"
 
 /* This backend's ops table (at the end), listed in backends.c. */
@@ -731,37 +732,69 @@ static inline __attribute__((always_inline)) void span_leave(void)
 }
 
 /*
- * A single write opens the keys of its segments that were shut, stores,
- * and shuts exactly those again: it keeps no state outside registers, so
- * no store can make it leave a key open, and a siglongjmp out of a fault
- * in its source leaves the handler's closed PKRU (attack 11a). Only if a
- * key of ours is still open afterwards (a map of this thread, or a forged
- * spill) does the record decide. A signal in between runs after it.
+ * The store of a write, inline, every argument in a register: an aligned
+ * 1, 2, 4 or 8-byte unit is one store of @v (readers never see it torn);
+ * any other size one rep movsb from @src, or rep stosb of @v's low byte
+ * when @src is NULL, as vault.c's and shadow's alias_bulk(). Not the C
+ * library's memmove() through rw_store(): a function the compiler calls
+ * may save what it is handed on the stack (SECURITY.md). A source that
+ * overlaps the destination from below is copied backwards (memmove()'s
+ * job: a forward copy would read what it already wrote); the direction
+ * flag is clear again before anything else runs (a signal handler gets it
+ * clear from the kernel).
  */
-static void pkey_write(const struct rw_seg *segs)
+static inline __attribute__((always_inline)) void
+put(uintptr_t a, const void *src, size_t len, uint64_t v)
 {
-	const unsigned n = 1;
+	uintptr_t s = (uintptr_t)src;
 
-	uint32_t mask = 0, pre, opened, want;
+	if (rw_is_unit(a, len)) {
+		switch (len) {
+		case 1:
+			__atomic_store_n((uint8_t *)a, (uint8_t)v,
+					 __ATOMIC_RELAXED);
+			break;
+		case 2:
+			__atomic_store_n((uint16_t *)a, (uint16_t)v,
+					 __ATOMIC_RELAXED);
+			break;
+		case 4:
+			__atomic_store_n((uint32_t *)a, (uint32_t)v,
+					 __ATOMIC_RELAXED);
+			break;
+		default:
+			__atomic_store_n((uint64_t *)a, v, __ATOMIC_RELAXED);
+		}
+	} else if (!src) {
+		__asm__ volatile("rep stosb"
+				 : "+D"(a), "+c"(len)
+				 : "a"(v)
+				 : "memory");
+	} else if (a > s && a - s < len) {
+		a += len - 1;
+		s += len - 1;
+		__asm__ volatile("std\n\t"
+				 "rep movsb\n\t"
+				 "cld"
+				 : "+D"(a), "+S"(s), "+c"(len)
+				 :
+				 : "memory", "cc");
+	} else {
+		__asm__ volatile("rep movsb"
+				 : "+D"(a), "+S"(s), "+c"(len)
+				 :
+				 : "memory");
+	}
+}
 
-	/* The table's slot, not the segment's pointer (on the stack). */
-	for (unsigned i = 0; i < n; i++)
-		mask |= key_bits(rw_seg_region(&segs[i]));
-	rw_cs_enter();
-	span_enter();
-	pre = rdpkru();
-	opened = mask & ~open_in(pre);
-	want = pre & ~mask;
-	wrpkru(want);
-	if (rdpkru() != want)
-		gate_violation("rare_write_memcpy", rdpkru());
-	for (unsigned i = 0; i < n; i++)
-		rw_seg_store(&segs[i], segs[i].dst);
-	wrpkru(rdpkru() | WD_OF(opened));
-	if (!closed_except(rdpkru(), 0))
-		gate_settle();
-	span_leave();
-	rw_cs_leave();
+/* The value put() stores for a unit: loaded from @src before the key
+ * opens, or the fill's byte in every byte (rep stosb: the low one). */
+static inline __attribute__((always_inline)) uint64_t
+unit_value(uintptr_t a, const void *src, size_t len, int fill)
+{
+	if (src && rw_is_unit(a, len))
+		return rw_load_unit(src, len);
+	return 0x0101010101010101ULL * (unsigned char)fill;
 }
 
 static __attribute__((noreturn, noinline)) void
@@ -772,17 +805,77 @@ pkey_refused(const char *call, void *dst, size_t len)
 }
 
 /*
+ * A segment (a pool's bookkeeping, a write before init), in the caller's
+ * memory (its stack), which another thread can rewrite at any moment: it
+ * is read from there once, into registers, checked there
+ * (rw_seg_holds(): a live record of the table, on this backend, holding
+ * it; then its key), its key opened, stored from those registers (put())
+ * and the key shut again. No function is called in between. The check on
+ * the caller's array (rw_seg_region()) followed by a second read of it
+ * for the store, after WRPKRU and through rw_seg_store() and memmove(),
+ * let a store in between move a list link into another live object (27r,
+ * under QEMU, where each WRPKRU flushes the emulated TLB and the gap is
+ * long). A segment rewritten before its read is checked as rewritten: it
+ * goes anywhere rw_seg_holds() accepts, as on shadow and pwrite.
+ *
+ * It keeps no state outside registers: it opens the keys of its segment
+ * that were shut and shuts exactly those (attack 11a); only if a key of
+ * ours is still open afterwards (a map of this thread, or a forged spill)
+ * does the record decide. fork() waits for it (span_enter()); a signal
+ * in between runs after it.
+ */
+static void pkey_write(const struct rw_seg *s)
+{
+	const struct rw_region *r;
+	uintptr_t a;
+	const void *src;
+	size_t len;
+	uint64_t v;
+	uint32_t mask, pre, opened, want;
+	int key;
+
+	/* Entered first: what is read after is not held across a call. */
+	rw_cs_enter();
+	span_enter();
+	r = __atomic_load_n(&s->region, __ATOMIC_RELAXED);
+	a = (uintptr_t)__atomic_load_n(&s->dst, __ATOMIC_RELAXED);
+	src = __atomic_load_n(&s->src, __ATOMIC_RELAXED);
+	len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+	v = unit_value(a, src, len,
+		       __atomic_load_n(&s->fill, __ATOMIC_RELAXED));
+	if (!rw_seg_holds(r, &rw_backend_pkey, a, len) ||
+	    !key_is_ours(key = (int)r->priv)) {
+		span_leave();
+		rw_cs_leave();
+		pkey_refused("rare_write_memcpy", (void *)a, len);
+	}
+	mask = BITS(key);
+	pre = rdpkru();
+	opened = mask & ~open_in(pre);
+	want = pre & ~mask;
+	wrpkru(want);
+	put(a, src, len, v);
+	wrpkru(want | WD_OF(opened));
+	if (!closed_except(rdpkru(), 0))
+		gate_settle();
+	span_leave();
+	rw_cs_leave();
+}
+
+/*
  * One write of the public API, its arguments in registers from the core's
  * check to the store (the core's tail call): no segment on the stack for
  * another thread to make longer (27i: a 3-byte copy made 16 ran over into
  * the next protected object). The region is checked again here, then the
- * same open, store, shut as pkey_write(). @spans (a constant in each
- * caller below): more than one store, counted for fork().
+ * same open, store, shut as pkey_write(), the store inline (put()). @spans
+ * (a constant in each caller below): more than one store, counted for
+ * fork().
  */
 static inline __attribute__((always_inline)) void
 store_one(const struct rw_region *r, const char *call, void *dst,
 	  const void *src, size_t len, int fill, const bool spans)
 {
+	uint64_t v = unit_value((uintptr_t)dst, src, len, fill);
 	uint32_t mask, pre, opened, want;
 
 	rw_cs_enter();
@@ -800,18 +893,15 @@ store_one(const struct rw_region *r, const char *call, void *dst,
 	opened = mask & ~open_in(pre);
 	want = pre & ~mask;
 	/*
-	 * No read-back between the two WRPKRU (pkey_write() has one): only
-	 * a signal's return changes PKRU there, the critical section defers
-	 * signals, and a PKRU that did change still closes to one computed
-	 * from registers, which the check below then compares with the
-	 * record. A read of PKRU right after WRPKRU waits for it: about a
-	 * tenth of the write (bench/README.md).
+	 * No read-back between the two WRPKRU: only a signal's return
+	 * changes PKRU there, the critical section defers signals, and a
+	 * PKRU that did change still closes to one computed from registers,
+	 * which the check below then compares with the record. A read of
+	 * PKRU right after WRPKRU waits for it: about a tenth of the write
+	 * (bench/README.md).
 	 */
 	wrpkru(want);
-	if (src)
-		rw_store(dst, src, len);
-	else
-		rw_fill(dst, fill, len);
+	put((uintptr_t)dst, src, len, v);
 	wrpkru(want | WD_OF(opened));
 	if (!closed_except(rdpkru(), 0))
 		gate_settle();
