@@ -625,7 +625,7 @@ static int if_trial_child(int (*trial)(void *), void *arg, bool control)
 static void if_trials(int (*trial)(void *), void *arg, const char *landed,
 		      const char *held)
 {
-	unsigned trials = 0, killed = 0, exited = 0;
+	unsigned trials = 0, killed = 0, exited = 0, hung = 0;
 	int r, last_exit = 0;
 	double end;
 
@@ -650,6 +650,12 @@ static void if_trials(int (*trial)(void *), void *arg, const char *landed,
 		if (r == -SIGABRT || r == -SIGSEGV || r == -SIGBUS ||
 		    r == -SIGILL)
 			killed++;
+		else if (r == -SIGALRM)
+			/* Ran past IF_TRIAL_S with the attacker's stores in
+			 * it: a lock word they forged may serialise for good
+			 * (SECURITY.md, "The rule"), a denial of service,
+			 * not a landing. The control trial may not hang. */
+			hung++;
 		else if (r >= IF_EXITED) {
 			/* The attacker's generic stores (27d's {1, 1}) hit
 			 * the victim's own state and the trial exited, some
@@ -663,11 +669,11 @@ static void if_trials(int (*trial)(void *), void *arg, const char *landed,
 				      trials, r < 0 ? "signal" : "status",
 				      r < 0 ? -r : r);
 	}
-	if (exited)
+	if (exited || hung)
 		attack_report(ATTACK_BLOCKED,
-			      "%s in %u trials (%u aborted, %u exited with "
-			      "status %d, %lu stores)",
-			      held, trials, killed, exited, last_exit,
+			      "%s in %u trials (%u aborted, %u hung, %u exited "
+			      "with status %d, %lu stores)",
+			      held, trials, killed, hung, exited, last_exit,
 			      *ift.stores);
 	attack_report(ATTACK_BLOCKED,
 		      "%s in %u trials (%u aborted, %lu stores)", held, trials,
