@@ -45,7 +45,7 @@ Q := @
 msg = @printf '  %-8s %s\n' '$(1)' '$(2)'
 endif
 
-WARN := -Wall -Wextra
+WARN := -Wall -Wextra -Werror=incompatible-pointer-types
 # RAREWRITE_BUILDING_LIBRARY: the library's own objects carry no section
 # registration constructor and no nonnull (its NULL checks must stay).
 LIB_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \

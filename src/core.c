@@ -33,7 +33,8 @@
 
 /*
  * Lock order, the order fork_prepare() takes them in: views_lock,
- * pools_lock, registry_lock, maps_lock, list_lock (list.c), nested_lock,
+ * pools_lock, registry_lock, maps_lock, list_lock (list.c; a pool's
+ * destroy takes it too), nested_lock,
  * then the backends' own
  * (their fork_prepare hooks: the memfd write lock, flip_lock, records_lock,
  * the process write lock). A thread holds views_lock shared from
@@ -1430,6 +1431,10 @@ void rw_region_destroy(const void *pool)
 		       "called inside an open window");
 	}
 	pthread_mutex_lock(&registry_lock);
+	/* A list operation on the pool finishes first: its links are single
+	 * writes, each found by address, and one after the destroy would go
+	 * to whatever pool is mapped there next (27q). */
+	rw_reglock_write(&rw_list_lock);
 	if (RW_POOL_SLOT->kind != RW_REGION_POOL ||
 	    (RW_POOL_SLOT->protected_ &&
 	     rw_backend_index(RW_POOL_SLOT->backend) < 0))
@@ -1458,6 +1463,7 @@ void rw_region_destroy(const void *pool)
 	}
 	slot_freed("rare_pool_destroy", RW_POOL_SLOT);
 	pool_request_mine("rare_pool_destroy");
+	rw_reglock_write_unlock(&rw_list_lock);
 	pthread_mutex_unlock(&registry_lock);
 	rw_reglock_write_unlock(&pools_lock);
 }

@@ -91,10 +91,9 @@ static int fake_region(struct rw_region *r)
 	return 0;
 }
 
-static void fake_write(const struct rw_seg *segs, unsigned n)
+static void fake_write(const struct rw_seg *seg)
 {
-	(void)segs;
-	(void)n;
+	(void)seg;
 	fake_calls++;
 }
 

@@ -301,10 +301,9 @@ static struct {
 	struct rw_region region;
 } race14d;
 
-static void hijack(const struct rw_seg *segs, unsigned n)
+static void hijack(const struct rw_seg *seg)
 {
-	(void)segs;
-	(void)n;
+	(void)seg;
 	race14d.hijacked = 1;
 }
 
