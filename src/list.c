@@ -142,16 +142,40 @@ static void check_del(const char *call)
 }
 
 /*
+ * Abort unless the link at @at holds what the request says, read back
+ * right after its write: where a backend hands the value to the kernel
+ * from a buffer (pwrite's stack copy for pwrite(2), process's request), a
+ * store in the last instructions before the copy changes the value, not
+ * where it goes, and a list that leads into the attacker's memory must
+ * not be left behind by a call that returned. (Links are changed under
+ * the list's own lock by the program: no other write races this one.)
+ */
+static inline __attribute__((always_inline)) void
+link_written(const char *call, struct rare_list_head *const *at,
+	     struct rare_list_head *const *want)
+{
+	if (__atomic_load_n(at, __ATOMIC_RELAXED) !=
+	    __atomic_load_n(want, __ATOMIC_RELAXED)) {
+		rw_reglock_write_unlock(&rw_list_lock);
+		rw_die(call, at,
+		       "a list link is not what the call wrote (its value "
+		       "changed on its way to the kernel?)");
+	}
+}
+
+/*
  * One link: the request still this call's, then a single write whose
  * destination is computed from the request and whose source is a word of
  * the request or a constant. The single write keeps both in registers
- * from its check to its store (rw_write_args()).
+ * from its check to its store (rw_write_args()); the link is read back
+ * after (link_written()).
  */
 #define LINK(call, node, field, value)                                         \
 	do {                                                                   \
 		request_mine(call);                                            \
 		rw_write_args(call, &REQ_NODE(node)->field, (value),           \
 			      sizeof(void *), 0);                              \
+		link_written(call, &REQ_NODE(node)->field, (value));           \
 	} while (0)
 
 /* Done: the request no longer names a call (fork_prepare() checks). */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * attack_segments.c - scenarios 27x, 27y and 27z: what a write hands the
+ * attack_segments.c - scenarios 27x-27z and 28a: what a write hands the
  * backend as segments, on its way from the caller's check to the stores.
  *
  * rare_list_add() checked the neighbours, then handed its four links to
@@ -32,6 +32,12 @@
  * every word equal to its end (the backend's loop bound, wherever a
  * callee saved it) is moved one segment further, and a forged segment
  * (as 27y's) is written right after it, where the loop would read next.
+ *
+ * 28a: every word equal to a link's value (the next node's address) is
+ * pointed at a node in the victim's writable memory. Landed only when the
+ * call returns with a link there (an abort after it is held, as the
+ * scribbler counts): a protected list that leads into the attacker's
+ * memory, silently.
  *
  * Before list.c put the operation's nodes into the table and wrote each
  * link as a single write (commit 298f5ed's src/), 27x landed at the first
@@ -87,7 +93,10 @@ static const uint64_t ll_evil = 0x4141414141414141ULL;
 static volatile uintptr_t ll_victim_sp;
 
 enum { LL_HELD = 0, LL_LANDED = 10, LL_NOT_LINKED = 11 };
-enum ll_mode { LL_DESTINATION, LL_CURSOR, LL_SEG_END };
+enum ll_mode { LL_DESTINATION, LL_CURSOR, LL_SEG_END, LL_VALUE };
+/* 28a's node in the victim's writable memory, where a rewritten link
+ * would lead readers. */
+static struct rare_list_head ll_fake;
 
 /* An abort, or a crash of a rewritten frame: held unless the word
  * changed first. */
@@ -121,6 +130,10 @@ static __attribute__((noreturn)) void ll_victim(enum ll_mode mode)
 	ll_call(mode);
 	if (ll.target)
 		_exit(LL_LANDED);
+	if (mode == LL_VALUE &&
+	    (ll.b.next == &ll_fake || ll.b.prev == &ll_fake ||
+	     ll.a.prev == &ll_fake || ll.head.next == &ll_fake))
+		_exit(LL_LANDED); /* and the call returned */
 	if (mode != LL_SEG_END &&
 	    (ll.head.next != &ll.b || ll.b.next != &ll.a ||
 	     ll.a.prev != &ll.b || ll.b.prev != &ll.head))
@@ -161,6 +174,13 @@ static uintptr_t ll_map_destination(uintptr_t v, uintptr_t arg)
 	    v == (uintptr_t)&ll.a.prev || v == (uintptr_t)&ll.head.next)
 		return (uintptr_t)&ll.target;
 	return v;
+}
+
+/* 28a: the value of the first link (b's next: a), to the fake node. */
+static uintptr_t ll_map_value(uintptr_t v, uintptr_t arg)
+{
+	(void)arg;
+	return v == (uintptr_t)&ll.a ? (uintptr_t)&ll_fake : v;
 }
 
 /* 27y: into the helper's array (@arg, its end included), to the same
@@ -288,6 +308,9 @@ static enum ll_round ll_round(enum ll_mode mode, unsigned nth, unsigned only,
 		if (mode == LL_DESTINATION) {
 			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
 					       ll_map_destination, 0, 0);
+		} else if (mode == LL_VALUE) {
+			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
+					       ll_map_value, 0, 0);
 		} else if (mode == LL_CURSOR) {
 			array = ll_find_array(pid, (uintptr_t)regs.rsp, sp_top);
 			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
@@ -309,7 +332,7 @@ static enum ll_round ll_round(enum ll_mode mode, unsigned nth, unsigned only,
 		 : mode == LL_SEG_END && !array ? " (no segment on the stack)"
 						: "",
 		 WIFEXITED(status) && WEXITSTATUS(status) == LL_LANDED
-			 ? "the target word changed"
+			 ? "protected memory changed where the call did not say"
 		 : WIFEXITED(status) && WEXITSTATUS(status) == LL_NOT_LINKED
 			 ? "the list was left half linked"
 		 : WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGABRT
@@ -394,6 +417,14 @@ ATTACK("27y", list_link_cursor,
        "segment may be written")
 {
 	ll_attack(LL_CURSOR);
+}
+
+ATTACK("28a", list_link_value,
+       "the value of a `rare_list_add` link (a node's address) rewritten "
+       "in the library's frames at each system call of the call to a node "
+       "in writable memory: the call must not return with a link there")
+{
+	ll_attack(LL_VALUE);
 }
 
 ATTACK("27z", pool_segment_end,

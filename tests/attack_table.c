@@ -135,5 +135,7 @@ const struct attack_expect attack_table[] = {
 	{"27x", {B, B, B, B, O}},
 	{"27y", {B, B, B, B, B}},
 	{"27z", {B, B, B, B, B}},
+	/* A list link's value in flight (attack_segments.c). */
+	{"28a", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

@@ -240,8 +240,11 @@ void pwrite_refused(const char *call, void *dst, size_t len, long err)
  * futex call and checked the reloaded copy). The lock word is taken inline
  * (reglock.h's protocol), the region checked again (rw_region_holds()),
  * pwrite(2) made, the lock released. The pushes keep the caller's
- * registers, not ours. A value of 8 bytes or less is first copied into a
- * buffer on the stack at the destination's offset modulo 64 (FSRM, above).
+ * registers, not ours. A value of 8 bytes or less is copied into a buffer
+ * on the stack at the destination's offset modulo 64 (FSRM, above) after
+ * the lock and the check, right before pwrite(2): from there to the
+ * kernel's copy a store can still change it (a value in flight, never
+ * its destination, SECURITY.md).
  * A fill or a widened 2 or 4-byte write goes to pwrite_write_built().
  */
 _Static_assert(__builtin_offsetof(struct rw_region, kind) == 0 &&
@@ -293,22 +296,6 @@ __asm__(".text\n"
 	"	mov %rcx, %r13\n"
 	"	mov %r8, %r14\n"
 	"	sub $192, %rsp\n"
-	/* 8 bytes or less: the value to the buffer, at dst % 64 */
-	"	cmp $8, %r14\n"
-	"	ja 10f\n"
-	"	lea 63(%rsp), %rdi\n"
-	"	and $-64, %rdi\n"
-	"	mov %r12, %rax\n"
-	"	and $63, %eax\n"
-	"	add %rax, %rdi\n"
-	"	xor %ecx, %ecx\n"
-	"3:	cmp %r14, %rcx\n"
-	"	jae 4f\n"
-	"	movzbl (%r13,%rcx), %eax\n"
-	"	mov %al, (%rdi,%rcx)\n"
-	"	inc %rcx\n"
-	"	jmp 3b\n"
-	"4:	mov %rdi, %r13\n"
 	/* the lock, shared */
 	"10:	mov rw_memfd_lock(%rip), %eax\n"
 	"	test $0x40000000, %eax\n"
@@ -348,6 +335,24 @@ __asm__(".text\n"
 	"	sub %rax, %rdx\n"
 	"	cmp %r14, %rdx\n"
 	"	jb 90f\n"
+	/* 8 bytes or less: the value to the buffer, at dst % 64, only now
+	 * (a list link's value, from the table, waited there through the
+	 * lock: the fresh review of 2e71f48) */
+	"	cmp $8, %r14\n"
+	"	ja 30f\n"
+	"	lea 63(%rsp), %rdi\n"
+	"	and $-64, %rdi\n"
+	"	mov %r12, %rax\n"
+	"	and $63, %eax\n"
+	"	add %rax, %rdi\n"
+	"	xor %ecx, %ecx\n"
+	"3:	cmp %r14, %rcx\n"
+	"	jae 4f\n"
+	"	movzbl (%r13,%rcx), %eax\n"
+	"	mov %al, (%rdi,%rcx)\n"
+	"	inc %rcx\n"
+	"	jmp 3b\n"
+	"4:	mov %rdi, %r13\n"
 	/* pwrite(r->fd, src, left, dst - r->start) until done */
 	"30:	test %r14, %r14\n"
 	"	jz 40f\n"
