@@ -498,6 +498,11 @@ static void *r4_idle(void *arg)
 	return NULL;
 }
 
+/* The victim's expectations, kept apart from its registers. */
+static const struct rw_table *volatile r4_table;
+static const struct rw_region *volatile r4_other_record;
+static const struct rw_backend *volatile r4_other_ops;
+
 static __attribute__((noinline)) void r4_table_victim(void)
 {
 	const struct rw_table *t = attack_lib_sym("rw_table");
@@ -511,10 +516,17 @@ static __attribute__((noinline)) void r4_table_victim(void)
 	if (pthread_create(&idle, NULL, r4_idle, NULL))
 		_exit(R4_BROKEN);
 	r4_vault_fd = t->vault_fd;
+	r4_table = t;
+	r4_other_record = other;
+	r4_other_ops = ops;
 	R4_MARK();
 	m = rare_write_map(&r4_target, 8);
 	rare_write_unmap(m);
-	_exit(attack_region_of(t, r4_other) != other || other->backend != ops
+	/* From memory the attacker does not rewrite (it rewrites the
+	 * library's frames only): this frame's registers came back through
+	 * them, and a word equal to the table's address is one it rewrites. */
+	_exit(attack_region_of(r4_table, r4_other) != r4_other_record ||
+			      r4_other_record->backend != r4_other_ops
 		      ? R4_LANDED
 		      : R4_HELD);
 }
