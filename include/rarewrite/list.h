@@ -5,8 +5,9 @@
  *
  * The shape is the kernel's list_head. Each modifying call checks the
  * neighbours' links before it writes anything (a corrupted list aborts with a
- * message naming the call and the entry), performs all pointer updates of the
- * operation in one write window, and rare_list_del() poisons the deleted
+ * message naming the call and the entry), writes the operation's pointers
+ * one by one from a record in the library's protected table, the new entry's
+ * own first (rare_list_add(3)), and rare_list_del() poisons the deleted
  * entry's pointers so a stale user faults instead of walking freed memory.
  *
  * Readers walk the list with plain loads; every pointer update is an aligned
