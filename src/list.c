@@ -31,9 +31,21 @@ static struct rare_list_head *const poison2 = RARE_LIST_POISON2;
 #define REQ_NODE(field)                                                        \
 	((struct rare_list_head *)__atomic_load_n(                             \
 		&rw_table.list_request.field, __ATOMIC_RELAXED))
+/*
+ * The address of @obj, computed where it is used: a constant address the
+ * compiler keeps in a callee-saved register across the links before is
+ * saved on the stack by the backend's write and taken back from there (a
+ * fresh review of fbb0cbc: link 3's source, rewritten, was written and
+ * only the read-back caught it).
+ */
+#define FRESH_ADDR(obj)                                                        \
+	({                                                                     \
+		struct rare_list_head *const *p_;                              \
+		__asm__ volatile("lea %1, %0" : "=r"(p_) : "m"(obj));          \
+		p_;                                                            \
+	})
 /* A word of the request as a link's source: the table's own memory. */
-#define REQ_WORD(field)                                                        \
-	((struct rare_list_head *const *)&rw_table.list_request.field)
+#define REQ_WORD(field) FRESH_ADDR(rw_table.list_request.field)
 
 enum list_op { LIST_ADD, LIST_ADD_TAIL, LIST_DEL };
 
@@ -228,7 +240,7 @@ void rare_list_del(struct rare_list_head *entry)
 	check_del(call);
 	LINK(call, next, prev, REQ_WORD(prev));
 	LINK(call, prev, next, REQ_WORD(next));
-	LINK(call, entry, next, &poison1);
-	LINK(call, entry, prev, &poison2);
+	LINK(call, entry, next, FRESH_ADDR(poison1));
+	LINK(call, entry, prev, FRESH_ADDR(poison2));
 	list_done(call);
 }
