@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * attack_segments.c - scenarios 27x-27z and 28a: what a write hands the
+ * attack_segments.c - scenarios 27x-27z, 28a and 28b: what a write hands the
  * backend as segments, on its way from the caller's check to the stores.
  *
  * rare_list_add() checked the neighbours, then handed its four links to
@@ -38,6 +38,12 @@
  * call returns with a link there (an abort after it is held, as the
  * scribbler counts): a protected list that leads into the attacker's
  * memory, silently.
+ *
+ * 28b: sigaction() on a wrapped signal records the program's action in
+ * the library's signal table (signal.c): every word equal to the address
+ * of the program's action (a const object: its own bytes are read-only)
+ * is pointed at an action in writable memory. Landed when the table then
+ * names the attacker's handler (sigaction() reads it back from there).
  *
  * Before list.c put the operation's nodes into the table and wrote each
  * link as a single write (commit 298f5ed's src/), 27x landed at the first
@@ -93,7 +99,7 @@ static const uint64_t ll_evil = 0x4141414141414141ULL;
 static volatile uintptr_t ll_victim_sp;
 
 enum { LL_HELD = 0, LL_LANDED = 10, LL_NOT_LINKED = 11 };
-enum ll_mode { LL_DESTINATION, LL_CURSOR, LL_SEG_END, LL_VALUE };
+enum ll_mode { LL_DESTINATION, LL_CURSOR, LL_SEG_END, LL_VALUE, LL_SIGACTION };
 /* 28a's node in the victim's writable memory, where a rewritten link
  * would lead readers. */
 static struct rare_list_head ll_fake;
@@ -105,6 +111,21 @@ static void ll_on_death(int sig)
 	_exit(ll.target ? LL_LANDED : 128 + sig);
 }
 
+/* 28b: the program's action, read-only (a const object), and the one the
+ * attacker would have installed, in writable memory. */
+static void ll_good_handler(int sig)
+{
+	(void)sig;
+}
+
+static void ll_evil_handler(int sig)
+{
+	(void)sig;
+}
+
+static const struct sigaction ll_good = {.sa_handler = ll_good_handler};
+static struct sigaction ll_evil_action = {.sa_handler = ll_evil_handler};
+
 static __attribute__((noinline)) void ll_call(enum ll_mode mode)
 {
 	uintptr_t sp;
@@ -113,6 +134,9 @@ static __attribute__((noinline)) void ll_call(enum ll_mode mode)
 	ll_victim_sp = sp; /* the callees' frames are below */
 	if (mode == LL_SEG_END) {
 		if (!rare_alloc(ll_pool, 64))
+			_exit(LL_NOT_LINKED);
+	} else if (mode == LL_SIGACTION) {
+		if (sigaction(SIGSEGV, &ll_good, NULL))
 			_exit(LL_NOT_LINKED);
 	} else {
 		rare_list_add(&ll.b, &ll.head);
@@ -130,6 +154,13 @@ static __attribute__((noreturn)) void ll_victim(enum ll_mode mode)
 	ll_call(mode);
 	if (ll.target)
 		_exit(LL_LANDED);
+	if (mode == LL_SIGACTION) {
+		struct sigaction cur;
+
+		if (sigaction(SIGSEGV, NULL, &cur))
+			_exit(LL_NOT_LINKED);
+		_exit(cur.sa_handler == ll_evil_handler ? LL_LANDED : LL_HELD);
+	}
 	if (mode == LL_VALUE &&
 	    (ll.b.next == &ll_fake || ll.b.prev == &ll_fake ||
 	     ll.a.prev == &ll_fake || ll.head.next == &ll_fake))
@@ -181,6 +212,13 @@ static uintptr_t ll_map_value(uintptr_t v, uintptr_t arg)
 {
 	(void)arg;
 	return v == (uintptr_t)&ll.a ? (uintptr_t)&ll_fake : v;
+}
+
+/* 28b: the program's action, to the attacker's. */
+static uintptr_t ll_map_action(uintptr_t v, uintptr_t arg)
+{
+	(void)arg;
+	return v == (uintptr_t)&ll_good ? (uintptr_t)&ll_evil_action : v;
 }
 
 /* 27y: into the helper's array (@arg, its end included), to the same
@@ -308,6 +346,9 @@ static enum ll_round ll_round(enum ll_mode mode, unsigned nth, unsigned only,
 		if (mode == LL_DESTINATION) {
 			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
 					       ll_map_destination, 0, 0);
+		} else if (mode == LL_SIGACTION) {
+			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
+					       ll_map_action, 0, 0);
 		} else if (mode == LL_VALUE) {
 			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
 					       ll_map_value, 0, 0);
@@ -425,6 +466,14 @@ ATTACK("28a", list_link_value,
        "in writable memory: the call must not return with a link there")
 {
 	ll_attack(LL_VALUE);
+}
+
+ATTACK("28b", sigaction_source,
+       "the action `sigaction` records (a const object of the program's) "
+       "pointed at one in writable memory in the library's frames at each "
+       "system call of the call: the program's handler must be recorded")
+{
+	ll_attack(LL_SIGACTION);
 }
 
 ATTACK("27z", pool_segment_end,

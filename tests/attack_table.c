@@ -137,5 +137,8 @@ const struct attack_expect attack_table[] = {
 	{"27z", {B, B, B, B, B}},
 	/* A list link's value in flight (attack_segments.c). */
 	{"28a", {B, B, B, B, B}},
+	/* sigaction()'s action on its way to the signal table
+	 * (attack_segments.c). */
+	{"28b", {O, O, O, O, O}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
