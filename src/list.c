@@ -38,12 +38,22 @@ static struct rare_list_head *const poison2 = RARE_LIST_POISON2;
  * fresh review of fbb0cbc: link 3's source, rewritten, was written and
  * only the read-back caught it).
  */
+#if defined(__x86_64__)
 #define FRESH_ADDR(obj)                                                        \
 	({                                                                     \
 		struct rare_list_head *const *p_;                              \
 		__asm__ volatile("lea %1, %0" : "=r"(p_) : "m"(obj));          \
 		p_;                                                            \
 	})
+#else /* the C fallback (rawsys.h): the address through an opaque asm */
+#define FRESH_ADDR(obj)                                                        \
+	({                                                                     \
+		struct rare_list_head *const *p_ =                             \
+			(struct rare_list_head *const *)&(obj);                \
+		__asm__ volatile("" : "+r"(p_));                               \
+		p_;                                                            \
+	})
+#endif
 /* A word of the request as a link's source: the table's own memory. */
 #define REQ_WORD(field) FRESH_ADDR(rw_table.list_request.field)
 
