@@ -34,10 +34,9 @@
 /*
  * Lock order, the order fork_prepare() takes them in: views_lock,
  * pools_lock, registry_lock, maps_lock, list_lock (list.c; a pool's
- * destroy takes it too), nested_lock,
- * then the backends' own
- * (their fork_prepare hooks: the memfd write lock, flip_lock, records_lock,
- * the process write lock). A thread holds views_lock shared from
+ * destroy takes it too), nested_lock, then the backends' own (their
+ * fork_prepare hooks: the memfd write lock, flip_lock, records_lock, the
+ * process write lock). A thread holds views_lock shared from
  * rare_write_map() to rare_write_unmap() on a backend whose view must not
  * reach a fork child (fork_waits_for_views), and may call anything of the
  * library meanwhile; so fork waits for it first, holding nothing it may
