@@ -14,6 +14,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include <rarewrite/list.h>
+
 #include "harness.h"
 #include "testutil.h"
 
@@ -372,6 +374,55 @@ TEST(fork_while_copying_snapshots_consistently, EXPECT_PASS)
 	pthread_join(t, NULL);
 	CHECK(span[0] > 0 &&
 	      span[0] == span[sizeof(span) / sizeof(span[0]) - 1]);
+}
+
+/* The same with a list operation on another thread: its four links are
+ * single writes since the list helpers put their nodes into the table,
+ * and fork() waits for the list lock, so the child sees each list whole
+ * (rare_list_add(3)). */
+static struct {
+	struct rare_list_head head, node;
+} flist __wr_rare = {.head = RARE_LIST_HEAD_INIT(flist.head)};
+
+static void *list_writer(void *unused)
+{
+	(void)unused;
+	while (!stop_writer) {
+		rare_list_add(&flist.node, &flist.head);
+		rare_list_del(&flist.node);
+	}
+	return NULL;
+}
+
+static void check_list_child(void *unused)
+{
+	struct rare_list_head *h = &flist.head, *n = &flist.node;
+
+	(void)unused;
+	if (h->next == h)
+		_exit(h->prev == h ? 0 : 22);
+	_exit(h->next == n && h->prev == n && n->next == h && n->prev == h
+		      ? 0
+		      : 23);
+}
+
+TEST(fork_while_linking_sees_whole_lists, EXPECT_PASS)
+{
+	pthread_t t;
+
+	setup();
+	stop_writer = false;
+	CHECK(pthread_create(&t, NULL, list_writer, NULL) == 0);
+	for (int i = 0; i < 10; i++) {
+		int status = run_in_child(check_list_child, NULL);
+
+		if (status != CHILD_OK)
+			fprintf(stderr, "child %d: status %#x\n", i, status);
+		CHECK(status == CHILD_OK);
+	}
+	stop_writer = true;
+	pthread_join(t, NULL);
+	CHECK(flist.head.next == &flist.head);
 }
 
 /*
