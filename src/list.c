@@ -31,29 +31,9 @@ static struct rare_list_head *const poison2 = RARE_LIST_POISON2;
 #define REQ_NODE(field)                                                        \
 	((struct rare_list_head *)__atomic_load_n(                             \
 		&rw_table.list_request.field, __ATOMIC_RELAXED))
-/*
- * The address of @obj, computed where it is used: a constant address the
- * compiler keeps in a callee-saved register across the links before is
- * saved on the stack by the backend's write and taken back from there (a
- * fresh review of fbb0cbc: link 3's source, rewritten, was written and
- * only the read-back caught it).
- */
-#if defined(__x86_64__)
-#define FRESH_ADDR(obj)                                                        \
-	({                                                                     \
-		struct rare_list_head *const *p_;                              \
-		__asm__ volatile("lea %1, %0" : "=r"(p_) : "m"(obj));          \
-		p_;                                                            \
-	})
-#else /* the C fallback (rawsys.h): the address through an opaque asm */
-#define FRESH_ADDR(obj)                                                        \
-	({                                                                     \
-		struct rare_list_head *const *p_ =                             \
-			(struct rare_list_head *const *)&(obj);                \
-		__asm__ volatile("" : "+r"(p_));                               \
-		p_;                                                            \
-	})
-#endif
+/* The address of a word of the table as a link's source, computed where
+ * it is used (table_put.h). */
+#define FRESH_ADDR(obj) ((struct rare_list_head *const *)RW_FRESH_ADDR(obj))
 /* A word of the request as a link's source: the table's own memory. */
 #define REQ_WORD(field) FRESH_ADDR(rw_table.list_request.field)
 

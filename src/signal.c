@@ -40,6 +40,10 @@
 #include "rarewrite.h"
 #include "internal.h"
 #include "critical.h"
+#include "rawsys.h"
+#include "reglock.h"
+#include "table.h"
+#include "table_put.h"
 
 extern int __sigaction(int sig, const struct sigaction *act,
 		       struct sigaction *old);
@@ -79,46 +83,6 @@ static struct sig_vault {
 		struct sigaction slot[2];
 	} actions[NSIG];
 } __attribute__((aligned(4096))) sv = {.fd = -1};
-static pthread_mutex_t signal_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/*
- * Store into the vault: plainly before it is sealed, else through its
- * memfd. Before the seal sv.fd is plain memory: a descriptor stored there
- * would receive the table's bytes, so a pwrite() goes only to the memfd the
- * kernel shows mapped read-only over the table (a read of /proc/self/maps:
- * signal actions change rarely, never on a rare_write() path). A child
- * made without fork handlers (_Fork(), a raw clone) shares the parent's
- * memfd: it must never write it. signal_lock held.
- */
-static void sv_store(void *dst, const void *src, size_t len)
-{
-	/* Nothing to change, nothing written: at activation most signals
-	 * keep the default action the pristine table already says, and each
-	 * write through the memfd costs the check below (a read of
-	 * /proc/self/maps), 14 ms of start-up for 60 signals before. */
-	if (!memcmp(dst, src, len))
-		return;
-	if (sv.fd < 0) {
-		memcpy(dst, src, len);
-		return;
-	}
-	if (sv.pid != getpid())
-		rw_die("sigaction", dst,
-		       "called in a child made by a raw fork() (no fork "
-		       "handlers ran): it shares the parent's signal table "
-		       "and must not write it");
-	if (!rw_vault_sealed(sv.fd, &sv, sizeof(sv)))
-		rw_die("sigaction", &sv,
-		       "the signal table was changed by a store before it "
-		       "was sealed");
-	rw_vault_store(sv.fd, &sv, dst, src, len);
-}
-
-static void sv_set_bool(bool *field, bool v)
-{
-	sv_store(field, &v, sizeof(v));
-}
-
 static bool wrappable(int sig)
 {
 	return sig > 0 && sig < NSIG && sig != SIGKILL && sig != SIGSTOP;
@@ -131,7 +95,7 @@ static bool wrappable(int sig)
  */
 static bool foreign_process(void)
 {
-	return sv.fd >= 0 && sv.pid != getpid();
+	return sv.fd >= 0 && sv.pid != rw_sys(SYS_getpid, 0, 0, 0);
 }
 
 static bool should_wrap(int sig)
@@ -146,27 +110,6 @@ static struct sigaction program_action(int sig)
 	return sv.actions[sig]
 		.slot[__atomic_load_n(&sv.actions[sig].idx, __ATOMIC_ACQUIRE) &
 		      1];
-}
-
-static void set_program_action(int sig, const struct sigaction *sa)
-{
-	uint64_t next = (sv.actions[sig].idx + 1) & 1;
-	struct sigaction c;
-
-	/* Field by field: the padding of @sa is nobody's business. */
-	memset(&c, 0, sizeof(c));
-	c.sa_sigaction = sa->sa_sigaction; /* the union, whichever member */
-	sigemptyset(&c.sa_mask); /* the kernel's 64 signals, no more */
-	for (int s = 1; s < NSIG; s++)
-		if (sigismember(&sa->sa_mask, s) == 1)
-			sigaddset(&c.sa_mask, s);
-	c.sa_flags = sa->sa_flags;
-	c.sa_restorer = sa->sa_restorer;
-	if (!memcmp(&sv.actions[sig].slot[next ^ 1], &c, sizeof(c)))
-		return; /* the action in force already */
-	sv_store(&sv.actions[sig].slot[next], &c, sizeof(c));
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	sv_store(&sv.actions[sig].idx, &next, sizeof(next));
 }
 
 static bool is_function(const struct sigaction *sa)
@@ -192,20 +135,293 @@ static __attribute__((noreturn)) void die_by(int sig)
 	}
 }
 
-static void lock_signals(sigset_t *saved)
-{
-	sigset_t all;
+/*
+ * The writers of the table (sigaction() and every interposer through it, a
+ * one-shot reset, the take-over at activation) hold signal_lock, a lock
+ * word taken inline (reglock.h), with every signal blocked by an inline
+ * system call, and put the change they make into the core table's signal
+ * request (table.h) before any function call: a callee saves the caller's
+ * registers in its frame, where a store rewrote sigaction()'s action
+ * pointer across pthread_sigmask() and a mutex wait, and the table
+ * recorded the attacker's handler (attack 28b). From there on, every store
+ * into the table and the action given to the kernel are made from the
+ * request and the table, after the last check and system call before
+ * them.
+ */
+static uint32_t signal_lock;
 
-	/* A handler on this thread must not find the lock taken. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, saved);
-	pthread_mutex_lock(&signal_lock);
+static void entry(int sig, siginfo_t *si, void *uc);
+
+/* The request's words, and the address of the table, loaded at each use
+ * (a callee may have saved a copy kept from before). */
+#define SIG_REQUEST(field)                                                     \
+	__atomic_load_n(RW_FRESH_ADDR(rw_table.signal_request.field),          \
+			__ATOMIC_RELAXED)
+#define SV() RW_FRESH_ADDR(sv)
+/* In sig_flags: the call records an action (not only a query). */
+#define SIG_REQUEST_ACT (1ULL << 63)
+/* The signals glibc keeps for itself (SIGCANCEL, SIGSETXID): never blocked,
+ * never in a handler's mask (its sigaddset() refuses them). */
+#define SIG_LIBC_OWN (3ULL << 31)
+
+static inline __attribute__((always_inline)) int request_sig(void)
+{
+	return (int)((SIG_REQUEST(sig_flags) >> 32) & 0x7f);
 }
 
-static void unlock_signals(const sigset_t *saved)
+/* Block every signal (a handler on this thread must not find the lock
+ * taken) and take the lock, inline. Returns the mask to restore. */
+static inline __attribute__((always_inline)) uint64_t lock_signals(void)
 {
-	pthread_mutex_unlock(&signal_lock);
-	pthread_sigmask(SIG_SETMASK, saved, NULL);
+	uint64_t all = ~SIG_LIBC_OWN, saved = 0;
+
+	rw_sys6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&saved,
+		sizeof(all), 0, 0);
+	rw_reglock_write(&signal_lock);
+	return saved;
+}
+
+static inline __attribute__((always_inline)) void unlock_signals(uint64_t saved)
+{
+	rw_reglock_write_unlock(&signal_lock);
+	rw_sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&saved, 0, sizeof(saved),
+		0, 0);
+}
+
+/*
+ * Put @sig's change into the request from the registers it is in:
+ * @handler, @mask and @flags of the action to record (@act), or only @sig
+ * (a query). No function call before it since the caller read them.
+ */
+static inline __attribute__((always_inline)) void
+signal_request_put(const char *call, int sig, bool act, uint64_t handler,
+		   uint64_t mask, int flags)
+{
+	uint64_t sig_flags = (uint64_t)(sig & 0x7f) << 32 | (uint32_t)flags;
+
+	if (act)
+		sig_flags |= SIG_REQUEST_ACT;
+	else
+		handler = mask = 0;
+	if (!rw_table_put4(&rw_table.signal_request.caller, rw_request_caller(),
+			   handler, mask & ~SIG_LIBC_OWN, sig_flags)) {
+		rw_reglock_write_unlock(&signal_lock);
+		rw_die(call, NULL,
+		       "the action changed on its way to the signal table (a "
+		       "store into the caller's stack?)");
+	}
+}
+
+/* Abort unless the request is still this call's (signal_lock is a word a
+ * store can release, and another writer then puts its own). */
+static inline __attribute__((always_inline)) void
+signal_request_mine(const char *call)
+{
+	if (SIG_REQUEST(caller) != rw_request_caller()) {
+		rw_reglock_write_unlock(&signal_lock);
+		rw_die(call, &sv,
+		       "another thread's signal change replaced this one while "
+		       "it ran (a store released the signal lock?)");
+	}
+}
+
+/* The request's action, as the table keeps it: handler, mask and flags,
+ * nothing of the caller's padding or restorer (the C library sets its own
+ * restorer for the kernel, whatever the action says). */
+static inline __attribute__((always_inline)) void
+request_action(struct sigaction *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sa_sigaction = (void (*)(int, siginfo_t *, void *))(
+		uintptr_t)SIG_REQUEST(handler);
+	sa->sa_mask.__val[0] = SIG_REQUEST(mask);
+	sa->sa_flags = (int)(uint32_t)SIG_REQUEST(sig_flags);
+}
+
+/*
+ * May this process store into the table through its memfd? False before
+ * the seal (plain memory). Before the seal sv.fd is plain memory: a
+ * descriptor stored there would receive the table's bytes, so a pwrite()
+ * goes only to the memfd the kernel shows mapped read-only over the table
+ * (a read of /proc/self/maps: signal actions change rarely, never on a
+ * rare_write() path). A child made without fork handlers (_Fork(), a raw
+ * clone) shares the parent's memfd: it must never write it.
+ */
+static bool sv_sealed_here(const char *call)
+{
+	if (sv.fd < 0)
+		return false;
+	if (sv.pid != rw_sys(SYS_getpid, 0, 0, 0))
+		rw_die(call, &sv,
+		       "called in a child made by a raw fork() (no fork "
+		       "handlers ran): it shares the parent's signal table "
+		       "and must not write it");
+	if (!rw_vault_sealed(sv.fd, &sv, sizeof(sv)))
+		rw_die(call, &sv,
+		       "the signal table was changed by a store before it "
+		       "was sealed");
+	return true;
+}
+
+/* What a writer stores into the table, for the request's signal. */
+enum sv_field {
+	SV_SLOT,      /* the request's action, into the slot not in force */
+	SV_INDEX,     /* the index flipped to that slot */
+	SV_WRAPPED,   /* whether the kernel's action is ours */
+	SV_UNWRAPPED, /* it is not (the kernel refused ours) */
+	SV_WRAP_SEGV, /* SIGSEGV is ours from now on (no request) */
+	SV_WRAP_ALL,  /* so is every signal (no request) */
+};
+
+union sv_bytes {
+	struct sigaction action;
+	uint64_t index;
+	bool wrapped;
+};
+
+static inline __attribute__((always_inline)) size_t
+sv_field_len(enum sv_field f)
+{
+	return f == SV_SLOT    ? sizeof(struct sigaction)
+	       : f == SV_INDEX ? sizeof(uint64_t)
+			       : sizeof(bool);
+}
+
+static inline __attribute__((always_inline)) bool
+sv_field_of_request(enum sv_field f)
+{
+	return f != SV_WRAP_SEGV && f != SV_WRAP_ALL;
+}
+
+/* Where @f is, and what goes there, made from the request and the table
+ * alone, at each use. */
+static inline __attribute__((always_inline)) void *sv_field_at(enum sv_field f)
+{
+	struct sig_vault *v = SV();
+	int sig = request_sig();
+	uint64_t next =
+		(__atomic_load_n(&v->actions[sig].idx, __ATOMIC_RELAXED) + 1) &
+		1;
+
+	if (f == SV_WRAP_SEGV)
+		return &v->wrap_segv;
+	if (f == SV_WRAP_ALL)
+		return &v->wrap_all;
+	if (f == SV_SLOT)
+		return &v->actions[sig].slot[next];
+	if (f == SV_INDEX)
+		return &v->actions[sig].idx;
+	return &v->wrapped[sig];
+}
+
+static inline __attribute__((always_inline)) void
+sv_field_value(enum sv_field f, union sv_bytes *b)
+{
+	int sig = request_sig();
+
+	memset(b, 0, sizeof(*b));
+	if (f == SV_WRAP_SEGV || f == SV_WRAP_ALL) {
+		b->wrapped = true;
+	} else if (f == SV_UNWRAPPED) {
+		b->wrapped = false;
+	} else if (f == SV_SLOT) {
+		request_action(&b->action);
+	} else if (f == SV_INDEX) {
+		b->index = (__atomic_load_n(&SV()->actions[sig].idx,
+					    __ATOMIC_RELAXED) +
+			    1) &
+			   1;
+	} else {
+		struct sigaction a = program_action(sig);
+
+		b->wrapped = sig == SIGSEGV || is_function(&a);
+	}
+}
+
+/*
+ * Whether the table now holds what the store of @f meant, made again from
+ * the request and the table (@want crossed the system call, where a store
+ * could rewrite the bytes before the kernel read them: 28c). For the
+ * index, the action now in force is the request's.
+ */
+static inline __attribute__((always_inline)) bool sv_stored(enum sv_field f)
+{
+	union sv_bytes want;
+
+	if (f == SV_INDEX) {
+		struct sigaction now = program_action(request_sig());
+
+		request_action(&want.action);
+		return !memcmp(&now, &want.action, sizeof(now));
+	}
+	sv_field_value(f, &want);
+	return !memcmp(sv_field_at(f), &want, sv_field_len(f));
+}
+
+/*
+ * Store @f for the request's change. Nothing to change, nothing written
+ * (at activation most signals keep the default action the pristine table
+ * already says). Otherwise the checks first, then the bytes and their
+ * place made again, and the store, with no system call in between.
+ */
+static inline __attribute__((always_inline)) void sv_apply(const char *call,
+							   enum sv_field f)
+{
+	union sv_bytes want;
+	bool sealed;
+
+	if (sv_field_of_request(f))
+		signal_request_mine(call);
+	sv_field_value(f, &want);
+	if (!memcmp(sv_field_at(f), &want, sv_field_len(f)))
+		return;
+	sealed = sv_sealed_here(call);
+	if (sv_field_of_request(f))
+		signal_request_mine(call);
+	sv_field_value(f, &want);
+	if (sealed)
+		rw_vault_store(sv.fd, &sv, sv_field_at(f), &want,
+			       sv_field_len(f));
+	else
+		memcpy(sv_field_at(f), &want, sv_field_len(f));
+	if (!sv_stored(f))
+		rw_die(call, &sv,
+		       "the signal table holds another action than the call "
+		       "made (a store into the bytes on their way to it?)");
+}
+
+/* Make the request's action its signal's: the slot not in force, then
+ * the index (a handler reads one whole action or the other). */
+static inline __attribute__((always_inline)) void
+record_request(const char *call)
+{
+	sv_apply(call, SV_SLOT);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	sv_apply(call, SV_INDEX);
+}
+
+/*
+ * Point the kernel at entry() for the request's signal with the program's
+ * mask and flags, or give it the program's action when there is nothing
+ * to wrap. The action is the table's, loaded after the last store.
+ */
+static inline __attribute__((always_inline)) int
+install_request(const char *call)
+{
+	struct sigaction k;
+	int sig;
+
+	sv_apply(call, SV_WRAPPED);
+	signal_request_mine(call);
+	sig = request_sig();
+	k = program_action(sig);
+	if (sig != SIGSEGV && !is_function(&k))
+		return __sigaction(sig, &k, NULL);
+	k.sa_sigaction = entry;
+	k.sa_flags |= SA_SIGINFO;
+	if (sig == SIGSEGV) /* ours even when the program's is one-shot */
+		k.sa_flags = (k.sa_flags & ~SA_RESETHAND) | SA_ONSTACK;
+	return __sigaction(sig, &k, NULL);
 }
 
 /*
@@ -263,20 +479,26 @@ run_from_vault(int sig, siginfo_t *si, void *uc, unsigned replaced)
  */
 static void reset_one_shot(int sig)
 {
-	struct sigaction dfl = {.sa_handler = SIG_DFL};
-	sigset_t saved;
+	uint64_t saved;
 
-	/* The vault is written under the lock. */
-	lock_signals(&saved);
 	if (foreign_process()) {
-		__sigaction(sig, &dfl, NULL);
-	} else {
-		struct sigaction cur = program_action(sig);
+		struct sigaction dfl = {.sa_handler = SIG_DFL};
 
-		if (is_function(&cur) && (cur.sa_flags & SA_RESETHAND))
-			set_program_action(sig, &dfl);
+		__sigaction(sig, &dfl, NULL);
+		return;
 	}
-	unlock_signals(&saved);
+	saved = lock_signals();
+	signal_request_put("signal", sig, true, (uintptr_t)SIG_DFL, 0, 0);
+	{
+		struct sigaction cur = program_action(request_sig());
+
+		/* The kernel reset its own action (SA_RESETHAND stays in
+		 * the flags it has, but SIGSEGV's). */
+		if (is_function(&cur) && (cur.sa_flags & SA_RESETHAND))
+			record_request("signal");
+	}
+	signal_request_mine("signal");
+	unlock_signals(saved);
 }
 
 /*
@@ -413,55 +635,50 @@ static void entry(int sig, siginfo_t *si, void *uc)
 	errno = saved_errno;
 }
 
-/* Point the kernel at entry() for @sig with the program's mask and flags,
- * or give it the program's action when there is nothing to wrap. */
-static int install(int sig, const struct sigaction *prog)
-{
-	struct sigaction k = *prog;
-
-	if (sig != SIGSEGV && !is_function(prog)) {
-		sv_set_bool(&sv.wrapped[sig], false);
-		return __sigaction(sig, prog, NULL);
-	}
-	k.sa_sigaction = entry;
-	k.sa_flags |= SA_SIGINFO;
-	if (sig == SIGSEGV) /* ours even when the program's is one-shot */
-		k.sa_flags = (k.sa_flags & ~SA_RESETHAND) | SA_ONSTACK;
-	sv_set_bool(&sv.wrapped[sig], true);
-	return __sigaction(sig, &k, NULL);
-}
-
-/* Take over @sig: remember the program's current action, install ours. */
-static void take_over(int sig)
+/*
+ * Take over @sig: record the program's current action, install ours. The
+ * kernel's action is read again for the signal the request names: @sig
+ * crossed the system call that read it, in a register the C library's
+ * function may have saved on the stack.
+ */
+static inline __attribute__((always_inline)) void take_over(int sig)
 {
 	struct sigaction cur;
 
-	if (__sigaction(sig, NULL, &cur))
-		return;
-	if (sv.wrapped[sig] ||
+	if (sv.wrapped[sig] || __sigaction(sig, NULL, &cur) ||
 	    (cur.sa_flags & SA_SIGINFO && cur.sa_sigaction == entry))
 		return;
-	set_program_action(sig, &cur);
-	if (!install(sig, &cur))
+	signal_request_put("rare_write_init", sig, true,
+			   (uintptr_t)cur.sa_sigaction, cur.sa_mask.__val[0],
+			   cur.sa_flags);
+	if (__sigaction(request_sig(), NULL, &cur) ||
+	    (uintptr_t)cur.sa_sigaction != SIG_REQUEST(handler) ||
+	    (cur.sa_mask.__val[0] & ~SIG_LIBC_OWN) != SIG_REQUEST(mask) ||
+	    (uint32_t)cur.sa_flags != (uint32_t)SIG_REQUEST(sig_flags))
+		rw_die("rare_write_init", &sv,
+		       "the signal number changed while its action was read "
+		       "(a store into the caller's stack?)");
+	record_request("rare_write_init");
+	if (!install_request("rare_write_init"))
 		return;
 	/* A signal the kernel (or valgrind, which keeps one for itself)
 	 * refuses can have no handler of the program's either. */
-	if (sig == SIGSEGV)
+	if (request_sig() == SIGSEGV)
 		rw_die("rare_write_init", NULL,
-		       "cannot install the signal %d handler", sig);
-	sv_set_bool(&sv.wrapped[sig], false);
+		       "cannot install the signal %d handler", SIGSEGV);
+	sv_apply("rare_write_init", SV_UNWRAPPED);
 }
 
 /* fork(): the child takes a private copy of the vault, which it shares
  * with the parent until then. */
 static void sv_fork_prepare(void)
 {
-	pthread_mutex_lock(&signal_lock);
+	rw_reglock_write(&signal_lock);
 }
 
 static void sv_fork_parent(void)
 {
-	pthread_mutex_unlock(&signal_lock);
+	rw_reglock_write_unlock(&signal_lock);
 }
 
 static void sv_fork_child(void)
@@ -483,7 +700,7 @@ static void sv_fork_child(void)
 			       "child cannot protect the signal table: %s",
 			       strerror(-fd));
 	}
-	pthread_mutex_init(&signal_lock, NULL);
+	__atomic_store_n(&signal_lock, 0, __ATOMIC_RELAXED);
 }
 
 /* The table as the library leaves it until the first seal (sigaction()
@@ -530,12 +747,10 @@ static int sv_seal(const char *call)
 
 int rw_signal_seal(const char *call)
 {
-	sigset_t saved;
-	int err;
+	uint64_t saved = lock_signals();
+	int err = sv_seal(call);
 
-	lock_signals(&saved);
-	err = sv_seal(call);
-	unlock_signals(&saved);
+	unlock_signals(saved);
 	if (err)
 		rw_say(call, "cannot protect the signal table: %s",
 		       strerror(-err));
@@ -544,16 +759,15 @@ int rw_signal_seal(const char *call)
 
 void rw_signal_activate(void)
 {
-	sigset_t saved;
+	uint64_t saved;
 	int err;
 
 	rw_symbolize_prepare();
-	lock_signals(&saved);
-	if (!sv.wrap_segv)
-		sv_set_bool(&sv.wrap_segv, true);
+	saved = lock_signals();
+	sv_apply("rare_write_init", SV_WRAP_SEGV);
 	take_over(SIGSEGV);
 	if (rw_backends_wrap_signals() && !sv.wrap_all) {
-		sv_set_bool(&sv.wrap_all, true);
+		sv_apply("rare_write_init", SV_WRAP_ALL);
 		for (int sig = 1; sig < NSIG; sig++)
 			if (wrappable(sig) && sig != SIGSEGV)
 				take_over(sig);
@@ -562,36 +776,60 @@ void rw_signal_activate(void)
 	if (err)
 		rw_die("rare_write_init", &sv,
 		       "cannot protect the signal table: %s", strerror(-err));
-	unlock_signals(&saved);
+	unlock_signals(saved);
 }
 
+/*
+ * @act is touched first (a bad pointer faults there, where the library's
+ * report names it), and read once the lock is held, into registers that
+ * reach the request with no function call between: values read before
+ * the lock would wait for it in this frame. The rest of the call works
+ * from the request. @old receives the table's action for a signal the
+ * library wraps, else the kernel's (the C library's own handlers, such
+ * as system()'s, go to the kernel around this function).
+ */
 __attribute__((visibility("default"))) int
 sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	sigset_t saved;
+	uint64_t saved;
 	int err = 0;
 
 	if (!should_wrap(sig))
 		return __sigaction(sig, act, old);
-	lock_signals(&saved);
-	if (!should_wrap(sig)) {
-		unlock_signals(&saved);
-		return __sigaction(sig, act, old);
-	}
-	if (!sv.wrapped[sig] && sig != SIGSEGV) {
-		/* Not taken over yet (a race with activation): now. */
-		struct sigaction cur;
+	if (act)
+		(void)*(const volatile int *)&act->sa_flags;
+	saved = lock_signals();
+	if (act)
+		signal_request_put("sigaction", sig, true,
+				   (uintptr_t)act->sa_sigaction,
+				   act->sa_mask.__val[0], act->sa_flags);
+	else
+		signal_request_put("sigaction", sig, false, 0, 0, 0);
+	if (!should_wrap(request_sig())) {
+		struct sigaction k;
 
-		if (!__sigaction(sig, NULL, &cur))
-			set_program_action(sig, &cur);
+		request_action(&k);
+		err = __sigaction(
+			request_sig(),
+			SIG_REQUEST(sig_flags) & SIG_REQUEST_ACT ? &k : NULL,
+			old);
+		unlock_signals(saved);
+		return err;
 	}
-	if (old)
-		*old = program_action(sig);
-	if (act) {
-		set_program_action(sig, act);
-		err = install(sig, act);
+	if (old) {
+		int s = request_sig();
+
+		if (SV()->wrapped[s] || s == SIGSEGV)
+			*old = program_action(s);
+		else
+			err = __sigaction(s, NULL, old);
 	}
-	unlock_signals(&saved);
+	if (!err && (SIG_REQUEST(sig_flags) & SIG_REQUEST_ACT)) {
+		record_request("sigaction");
+		err = install_request("sigaction");
+	}
+	signal_request_mine("sigaction");
+	unlock_signals(saved);
 	return err;
 }
 

@@ -119,6 +119,16 @@ struct rw_table {
 	struct {
 		uint64_t entry, prev, next, caller;
 	} list_request;
+	/* The change of the signal table in progress (signal.c,
+	 * signal_lock held): the action sigaction() records (its handler,
+	 * the kernel's 64 signals of its mask, and its flags with the signal
+	 * number above them), put first from the registers the caller's
+	 * action was read into (rw_table_put4()); every store into the
+	 * signal table and the action given to the kernel are made from it
+	 * (28b). @caller as in map_request. */
+	struct {
+		uint64_t caller, handler, mask, sig_flags;
+	} signal_request;
 	struct open_map maps[RW_MAX_MAPS];
 	/* nested_lock */
 	uint64_t nr_nested; /* slots of nested[] in use */

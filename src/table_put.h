@@ -31,6 +31,30 @@ static inline __attribute__((always_inline)) uint64_t rw_request_caller(void)
 }
 
 /*
+ * The address of @obj, computed where it is used: a constant address the
+ * compiler kept in a callee-saved register across a call is saved on the
+ * stack by the callee and taken back from there (a fresh review of
+ * fbb0cbc: a list link's source, rewritten, was written and only the
+ * read-back caught it). Elsewhere than x86-64 (the C fallback of
+ * rawsys.h) the address passes through an opaque asm.
+ */
+#if defined(__x86_64__)
+#define RW_FRESH_ADDR(obj)                                                     \
+	({                                                                     \
+		__typeof__(&(obj)) p_;                                         \
+		__asm__ volatile("lea %1, %0" : "=r"(p_) : "m"(obj));          \
+		p_;                                                            \
+	})
+#else
+#define RW_FRESH_ADDR(obj)                                                     \
+	({                                                                     \
+		__typeof__(&(obj)) p_ = &(obj);                                \
+		__asm__ volatile("" : "+r"(p_));                               \
+		p_;                                                            \
+	})
+#endif
+
+/*
  * Put the four words @w0-@w3 at @at, a request of the table, from the
  * registers they are in, and compare after: true when the table now holds
  * them. pwrite(2) is made inline, from a copy the asm pushes below the red

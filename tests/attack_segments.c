@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * attack_segments.c - scenarios 27x-27z, 28a and 28b: what a write hands the
+ * attack_segments.c - scenarios 27x-27z and 28a-28c: what a write hands the
  * backend as segments, on its way from the caller's check to the stores.
  *
  * rare_list_add() checked the neighbours, then handed its four links to
@@ -43,7 +43,13 @@
  * the library's signal table (signal.c): every word equal to the address
  * of the program's action (a const object: its own bytes are read-only)
  * is pointed at an action in writable memory. Landed when the table then
- * names the attacker's handler (sigaction() reads it back from there).
+ * names the attacker's handler (sigaction() reads it back from there), or
+ * the kernel's action is the attacker's handler itself (glibc's
+ * __sigaction(), around the library, reads it).
+ *
+ * 28c: as 28b, every word equal to the program's handler (wherever the
+ * library copied the action: a buffer for the table's pwrite(2), the
+ * action for the kernel) is pointed at the attacker's handler.
  *
  * Before list.c put the operation's nodes into the table and wrote each
  * link as a single write (commit 298f5ed's src/), 27x landed at the first
@@ -99,7 +105,14 @@ static const uint64_t ll_evil = 0x4141414141414141ULL;
 static volatile uintptr_t ll_victim_sp;
 
 enum { LL_HELD = 0, LL_LANDED = 10, LL_NOT_LINKED = 11 };
-enum ll_mode { LL_DESTINATION, LL_CURSOR, LL_SEG_END, LL_VALUE, LL_SIGACTION };
+enum ll_mode {
+	LL_DESTINATION,
+	LL_CURSOR,
+	LL_SEG_END,
+	LL_VALUE,
+	LL_SIGACTION,
+	LL_SIGHANDLER,
+};
 /* 28a's node in the victim's writable memory, where a rewritten link
  * would lead readers. */
 static struct rare_list_head ll_fake;
@@ -123,6 +136,8 @@ static void ll_evil_handler(int sig)
 	(void)sig;
 }
 
+extern int __sigaction(int sig, const struct sigaction *act,
+		       struct sigaction *old);
 static const struct sigaction ll_good = {.sa_handler = ll_good_handler};
 static struct sigaction ll_evil_action = {.sa_handler = ll_evil_handler};
 
@@ -135,7 +150,7 @@ static __attribute__((noinline)) void ll_call(enum ll_mode mode)
 	if (mode == LL_SEG_END) {
 		if (!rare_alloc(ll_pool, 64))
 			_exit(LL_NOT_LINKED);
-	} else if (mode == LL_SIGACTION) {
+	} else if (mode == LL_SIGACTION || mode == LL_SIGHANDLER) {
 		if (sigaction(SIGSEGV, &ll_good, NULL))
 			_exit(LL_NOT_LINKED);
 	} else {
@@ -154,12 +169,16 @@ static __attribute__((noreturn)) void ll_victim(enum ll_mode mode)
 	ll_call(mode);
 	if (ll.target)
 		_exit(LL_LANDED);
-	if (mode == LL_SIGACTION) {
-		struct sigaction cur;
+	if (mode == LL_SIGACTION || mode == LL_SIGHANDLER) {
+		struct sigaction cur, kernel;
 
-		if (sigaction(SIGSEGV, NULL, &cur))
+		if (sigaction(SIGSEGV, NULL, &cur) ||
+		    __sigaction(SIGSEGV, NULL, &kernel))
 			_exit(LL_NOT_LINKED);
-		_exit(cur.sa_handler == ll_evil_handler ? LL_LANDED : LL_HELD);
+		_exit(cur.sa_handler == ll_evil_handler ||
+				      kernel.sa_handler == ll_evil_handler
+			      ? LL_LANDED
+			      : LL_HELD);
 	}
 	if (mode == LL_VALUE &&
 	    (ll.b.next == &ll_fake || ll.b.prev == &ll_fake ||
@@ -219,6 +238,13 @@ static uintptr_t ll_map_action(uintptr_t v, uintptr_t arg)
 {
 	(void)arg;
 	return v == (uintptr_t)&ll_good ? (uintptr_t)&ll_evil_action : v;
+}
+
+/* 28c: the program's handler, to the attacker's. */
+static uintptr_t ll_map_handler(uintptr_t v, uintptr_t arg)
+{
+	(void)arg;
+	return v == (uintptr_t)ll_good_handler ? (uintptr_t)ll_evil_handler : v;
 }
 
 /* 27y: into the helper's array (@arg, its end included), to the same
@@ -349,6 +375,9 @@ static enum ll_round ll_round(enum ll_mode mode, unsigned nth, unsigned only,
 		} else if (mode == LL_SIGACTION) {
 			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
 					       ll_map_action, 0, 0);
+		} else if (mode == LL_SIGHANDLER) {
+			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
+					       ll_map_handler, 0, 0);
 		} else if (mode == LL_VALUE) {
 			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
 					       ll_map_value, 0, 0);
@@ -474,6 +503,14 @@ ATTACK("28b", sigaction_source,
        "system call of the call: the program's handler must be recorded")
 {
 	ll_attack(LL_SIGACTION);
+}
+
+ATTACK("28c", sigaction_handler,
+       "the handler `sigaction` records rewritten in the library's frames "
+       "(its copies for the table and the kernel) at each system call of "
+       "the call: the program's handler must be recorded and installed")
+{
+	ll_attack(LL_SIGHANDLER);
 }
 
 ATTACK("27z", pool_segment_end,

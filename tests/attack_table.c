@@ -139,6 +139,7 @@ const struct attack_expect attack_table[] = {
 	{"28a", {B, B, B, B, B}},
 	/* sigaction()'s action on its way to the signal table
 	 * (attack_segments.c). */
-	{"28b", {O, O, O, O, O}},
+	{"28b", {B, B, B, B, B}},
+	{"28c", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

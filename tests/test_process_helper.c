@@ -3,7 +3,7 @@
  * The process backend's helper keeps none of the program's signal handling
  * and takes none of its locks: it sets its dispositions by the system call
  * itself, not through the library's sigaction() interposer (which takes a
- * mutex and reinstalls the library's handlers). Run on every default
+ * lock word and reinstalls the library's handlers). Run on every default
  * backend: where that is not process, the helper comes with a pool of the
  * process level, started after init, when the interposer is active.
  */
@@ -21,6 +21,7 @@
 #include "attack.h"
 #include "harness.h"
 #include "testutil.h"
+#include "../src/reglock.h"
 
 static unsigned long long status_hex(pid_t pid, const char *field)
 {
@@ -82,8 +83,8 @@ TEST(process_helper_catches_no_signal, EXPECT_PASS)
 }
 
 struct holder {
-	pthread_mutex_t *lock;
-	int state; /* 1: locked */
+	uint32_t *lock; /* a lock word (src/reglock.h) */
+	int state;	/* 1: locked */
 };
 
 static void *hold_half_a_second(void *arg)
@@ -91,10 +92,10 @@ static void *hold_half_a_second(void *arg)
 	struct holder *h = arg;
 	struct timespec t = {0, 500000000};
 
-	pthread_mutex_lock(h->lock);
+	rw_reglock_write(h->lock);
 	__atomic_store_n(&h->state, 1, __ATOMIC_RELEASE);
 	nanosleep(&t, NULL);
-	pthread_mutex_unlock(h->lock);
+	rw_reglock_write_unlock(h->lock);
 	return NULL;
 }
 
