@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -73,6 +74,18 @@ unsigned rw_signal_left_depth(void)
  * use and then flip the index, so a handler sees one whole action or
  * the other. Aligning the type pads it to whole pages.
  */
+/* An action as the table keeps it: the handler, the kernel's 64 signals of
+ * the mask, and the flags in the low half of the last word (its high half
+ * as the request had it: rw_table.signal_request's last three words). */
+struct sv_action {
+	uint64_t handler, mask, sig_flags;
+};
+
+/* The kernel's struct of rt_sigaction(2) (x86-64's layout). */
+struct sv_kernel_action {
+	uint64_t handler, flags, restorer, mask;
+};
+
 static struct sig_vault {
 	int fd;	   /* the memfd behind it once sealed, else -1 */
 	pid_t pid; /* the process it belongs to */
@@ -80,12 +93,19 @@ static struct sig_vault {
 	bool wrapped[NSIG]; /* the kernel's action is ours */
 	struct {
 		uint64_t idx;
-		struct sigaction slot[2];
+		struct sv_action slot[2];
 	} actions[NSIG];
+	/* The kernel's action being installed, signal_lock held: what
+	 * rt_sigaction(2) reads. */
+	struct sv_kernel_action kact;
 } __attribute__((aligned(4096))) sv = {.fd = -1};
+
+/* Signals the library may wrap: not SIGKILL and SIGSTOP, and not glibc's
+ * own two (SIGCANCEL, SIGSETXID), whose sigaction() it refuses. */
 static bool wrappable(int sig)
 {
-	return sig > 0 && sig < NSIG && sig != SIGKILL && sig != SIGSTOP;
+	return sig > 0 && sig < NSIG && sig != SIGKILL && sig != SIGSTOP &&
+	       sig != 32 && sig != 33;
 }
 
 /*
@@ -105,18 +125,42 @@ static bool should_wrap(int sig)
 	       !foreign_process();
 }
 
-static struct sigaction program_action(int sig)
+/* The action in force for @sig, in the table. */
+static inline __attribute__((always_inline)) const struct sv_action *
+program_slot(int sig)
 {
-	return sv.actions[sig]
-		.slot[__atomic_load_n(&sv.actions[sig].idx, __ATOMIC_ACQUIRE) &
-		      1];
+	struct sig_vault *v = RW_FRESH_ADDR(sv);
+
+	return &v->actions[sig].slot[__atomic_load_n(&v->actions[sig].idx,
+						     __ATOMIC_ACQUIRE) &
+				     1];
 }
 
-static bool is_function(const struct sigaction *sa)
+/* @a as sigaction() reports it. */
+static struct sigaction sigaction_of(const struct sv_action *a)
 {
-	return (sa->sa_flags & SA_SIGINFO)
-		       ? sa->sa_sigaction != NULL
-		       : sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction =
+		(void (*)(int, siginfo_t *, void *))(uintptr_t)a->handler;
+	sa.sa_mask.__val[0] = a->mask;
+	sa.sa_flags = (int)(uint32_t)a->sig_flags;
+	return sa;
+}
+
+static struct sigaction program_action(int sig)
+{
+	return sigaction_of(program_slot(sig));
+}
+
+static bool is_function(const struct sv_action *a)
+{
+	void (*h)(int) = (void (*)(int))(uintptr_t)a->handler;
+
+	return ((uint32_t)a->sig_flags & SA_SIGINFO)
+		       ? h != NULL
+		       : h != SIG_DFL && h != SIG_IGN;
 }
 
 /* Die by @sig with the default action: unblock it, send it to ourselves. */
@@ -143,10 +187,17 @@ static __attribute__((noreturn)) void die_by(int sig)
  * request (table.h) before any function call: a callee saves the caller's
  * registers in its frame, where a store rewrote sigaction()'s action
  * pointer across pthread_sigmask() and a mutex wait, and the table
- * recorded the attacker's handler (attack 28b). From there on, every store
- * into the table and the action given to the kernel are made from the
- * request and the table, after the last check and system call before
- * them.
+ * recorded the attacker's handler (attack 28b).
+ *
+ * From there on nothing of the change passes through writable memory:
+ * each store into the table is a pwrite(2) made inline whose source is
+ * read-only (the request itself for an action, constants for an index or
+ * a flag), its place computed from the request and the table's address
+ * where it is used, and it is read back; the kernel's action is put into
+ * the table from registers (rw_vault_put4(), compared) and rt_sigaction(2)
+ * reads it there. A buffer on the stack or a pointer kept in a register
+ * across a call was rewritten in flight (28c; a fresh review of f958dee:
+ * the table's base, the kernel's action and its entry point).
  */
 static uint32_t signal_lock;
 
@@ -161,8 +212,15 @@ static void entry(int sig, siginfo_t *si, void *uc);
 /* In sig_flags: the call records an action (not only a query). */
 #define SIG_REQUEST_ACT (1ULL << 63)
 /* The signals glibc keeps for itself (SIGCANCEL, SIGSETXID): never blocked,
- * never in a handler's mask (its sigaddset() refuses them). */
+ * never in a handler's mask (its sigaddset() refuses them), never ours. */
 #define SIG_LIBC_OWN (3ULL << 31)
+/* The kernel's flag for a restorer of our own (asm/signal.h). */
+#define SA_RESTORER_FLAG 0x04000000
+
+/* The values of an index and of a flag, as sources of a store: read-only
+ * memory, not a copy on the stack. */
+static const uint64_t index_value[2] = {0, 1};
+static const bool flag_value[2] = {false, true};
 
 static inline __attribute__((always_inline)) int request_sig(void)
 {
@@ -202,9 +260,10 @@ signal_request_put(const char *call, int sig, bool act, uint64_t handler,
 	if (act)
 		sig_flags |= SIG_REQUEST_ACT;
 	else
-		handler = mask = 0;
+		handler = mask = sig_flags = (uint64_t)(sig & 0x7f) << 32;
 	if (!rw_table_put4(&rw_table.signal_request.caller, rw_request_caller(),
-			   handler, mask & ~SIG_LIBC_OWN, sig_flags)) {
+			   act ? handler : 0, act ? mask & ~SIG_LIBC_OWN : 0,
+			   sig_flags)) {
 		rw_reglock_write_unlock(&signal_lock);
 		rw_die(call, NULL,
 		       "the action changed on its way to the signal table (a "
@@ -225,17 +284,19 @@ signal_request_mine(const char *call)
 	}
 }
 
-/* The request's action, as the table keeps it: handler, mask and flags,
- * nothing of the caller's padding or restorer (the C library sets its own
- * restorer for the kernel, whatever the action says). */
-static inline __attribute__((always_inline)) void
-request_action(struct sigaction *sa)
+/* The request's action, as the table keeps it (its last three words). */
+static inline __attribute__((always_inline)) const struct sv_action *
+request_action(void)
 {
-	memset(sa, 0, sizeof(*sa));
-	sa->sa_sigaction = (void (*)(int, siginfo_t *, void *))(
-		uintptr_t)SIG_REQUEST(handler);
-	sa->sa_mask.__val[0] = SIG_REQUEST(mask);
-	sa->sa_flags = (int)(uint32_t)SIG_REQUEST(sig_flags);
+	return (const struct sv_action *)RW_FRESH_ADDR(
+		rw_table.signal_request.handler);
+}
+
+static inline __attribute__((always_inline)) bool
+same_action(const struct sv_action *a, const struct sv_action *b)
+{
+	return a->handler == b->handler && a->mask == b->mask &&
+	       (uint32_t)a->sig_flags == (uint32_t)b->sig_flags;
 }
 
 /*
@@ -245,7 +306,8 @@ request_action(struct sigaction *sa)
  * goes only to the memfd the kernel shows mapped read-only over the table
  * (a read of /proc/self/maps: signal actions change rarely, never on a
  * rare_write() path). A child made without fork handlers (_Fork(), a raw
- * clone) shares the parent's memfd: it must never write it.
+ * clone) shares the parent's memfd: it must never write it. Checked
+ * before each store.
  */
 static bool sv_sealed_here(const char *call)
 {
@@ -263,165 +325,213 @@ static bool sv_sealed_here(const char *call)
 	return true;
 }
 
-/* What a writer stores into the table, for the request's signal. */
-enum sv_field {
-	SV_SLOT,      /* the request's action, into the slot not in force */
-	SV_INDEX,     /* the index flipped to that slot */
-	SV_WRAPPED,   /* whether the kernel's action is ours */
-	SV_UNWRAPPED, /* it is not (the kernel refused ours) */
-	SV_WRAP_SEGV, /* SIGSEGV is ours from now on (no request) */
-	SV_WRAP_ALL,  /* so is every signal (no request) */
-};
-
-union sv_bytes {
-	struct sigaction action;
-	uint64_t index;
-	bool wrapped;
-};
-
-static inline __attribute__((always_inline)) size_t
-sv_field_len(enum sv_field f)
-{
-	return f == SV_SLOT    ? sizeof(struct sigaction)
-	       : f == SV_INDEX ? sizeof(uint64_t)
-			       : sizeof(bool);
-}
-
-static inline __attribute__((always_inline)) bool
-sv_field_of_request(enum sv_field f)
-{
-	return f != SV_WRAP_SEGV && f != SV_WRAP_ALL;
-}
-
-/* Where @f is, and what goes there, made from the request and the table
- * alone, at each use. */
-static inline __attribute__((always_inline)) void *sv_field_at(enum sv_field f)
-{
-	struct sig_vault *v = SV();
-	int sig = request_sig();
-	uint64_t next =
-		(__atomic_load_n(&v->actions[sig].idx, __ATOMIC_RELAXED) + 1) &
-		1;
-
-	if (f == SV_WRAP_SEGV)
-		return &v->wrap_segv;
-	if (f == SV_WRAP_ALL)
-		return &v->wrap_all;
-	if (f == SV_SLOT)
-		return &v->actions[sig].slot[next];
-	if (f == SV_INDEX)
-		return &v->actions[sig].idx;
-	return &v->wrapped[sig];
-}
-
+/*
+ * Store @len bytes of @src (read-only memory) at @dst of the table, and
+ * read them back: pwrite(2) inline once sealed, its offset from @dst and
+ * the table's address computed here; plain memory before the seal.
+ */
 static inline __attribute__((always_inline)) void
-sv_field_value(enum sv_field f, union sv_bytes *b)
+sv_write(const char *call, bool sealed, void *dst, const void *src, size_t len)
 {
-	int sig = request_sig();
-
-	memset(b, 0, sizeof(*b));
-	if (f == SV_WRAP_SEGV || f == SV_WRAP_ALL) {
-		b->wrapped = true;
-	} else if (f == SV_UNWRAPPED) {
-		b->wrapped = false;
-	} else if (f == SV_SLOT) {
-		request_action(&b->action);
-	} else if (f == SV_INDEX) {
-		b->index = (__atomic_load_n(&SV()->actions[sig].idx,
-					    __ATOMIC_RELAXED) +
-			    1) &
-			   1;
-	} else {
-		struct sigaction a = program_action(sig);
-
-		b->wrapped = sig == SIGSEGV || is_function(&a);
+	if (!sealed) {
+		memcpy(dst, src, len);
+	} else if (rw_sys6(SYS_pwrite64, sv.fd, (long)src, (long)len,
+			   (long)((char *)dst - (char *)SV()), 0,
+			   0) != (long)len) {
+		rw_die(call, dst, "cannot write the signal table");
 	}
+	if (memcmp(dst, src, len))
+		rw_die(call, dst,
+		       "the signal table holds other bytes than the call "
+		       "wrote (a store into them on their way?)");
 }
 
 /*
- * Whether the table now holds what the store of @f meant, made again from
- * the request and the table (@want crossed the system call, where a store
- * could rewrite the bytes before the kernel read them: 28c). For the
- * index, the action now in force is the request's.
+ * Make the request's action its signal's, unless it is in force already:
+ * the slot not in force, then the index (a handler reads one whole action
+ * or the other).
  */
-static inline __attribute__((always_inline)) bool sv_stored(enum sv_field f)
-{
-	union sv_bytes want;
-
-	if (f == SV_INDEX) {
-		struct sigaction now = program_action(request_sig());
-
-		request_action(&want.action);
-		return !memcmp(&now, &want.action, sizeof(now));
-	}
-	sv_field_value(f, &want);
-	return !memcmp(sv_field_at(f), &want, sv_field_len(f));
-}
-
-/*
- * Store @f for the request's change. Nothing to change, nothing written
- * (at activation most signals keep the default action the pristine table
- * already says). Otherwise the checks first, then the bytes and their
- * place made again, and the store, with no system call in between.
- */
-static inline __attribute__((always_inline)) void sv_apply(const char *call,
-							   enum sv_field f)
-{
-	union sv_bytes want;
-	bool sealed;
-
-	if (sv_field_of_request(f))
-		signal_request_mine(call);
-	sv_field_value(f, &want);
-	if (!memcmp(sv_field_at(f), &want, sv_field_len(f)))
-		return;
-	sealed = sv_sealed_here(call);
-	if (sv_field_of_request(f))
-		signal_request_mine(call);
-	sv_field_value(f, &want);
-	if (sealed)
-		rw_vault_store(sv.fd, &sv, sv_field_at(f), &want,
-			       sv_field_len(f));
-	else
-		memcpy(sv_field_at(f), &want, sv_field_len(f));
-	if (!sv_stored(f))
-		rw_die(call, &sv,
-		       "the signal table holds another action than the call "
-		       "made (a store into the bytes on their way to it?)");
-}
-
-/* Make the request's action its signal's: the slot not in force, then
- * the index (a handler reads one whole action or the other). */
 static inline __attribute__((always_inline)) void
 record_request(const char *call)
 {
-	sv_apply(call, SV_SLOT);
+	struct sv_action *slot;
+	uint64_t next;
+	bool sealed;
+	int sig;
+
+	signal_request_mine(call);
+	sig = request_sig();
+	if (same_action(program_slot(sig), request_action()))
+		return;
+	sealed = sv_sealed_here(call);
+	signal_request_mine(call);
+	sig = request_sig();
+	next = (__atomic_load_n(&SV()->actions[sig].idx, __ATOMIC_RELAXED) +
+		1) &
+	       1;
+	slot = &SV()->actions[sig].slot[next];
+	sv_write(call, sealed, slot, request_action(), sizeof(*slot));
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	sv_apply(call, SV_INDEX);
+	sealed = sv_sealed_here(call);
+	signal_request_mine(call);
+	sig = request_sig();
+	next = (__atomic_load_n(&SV()->actions[sig].idx, __ATOMIC_RELAXED) +
+		1) &
+	       1;
+	if (!same_action(&SV()->actions[sig].slot[next], request_action()))
+		rw_die(call, &sv, "the signal table changed under its lock");
+	sv_write(call, sealed, &SV()->actions[sig].idx, &index_value[next],
+		 sizeof(uint64_t));
 }
 
+/* Turn one of the table's switches on: SIGSEGV is ours (@all false), or
+ * every signal is. */
+static inline __attribute__((always_inline)) void switch_on(const char *call,
+							    bool all)
+{
+	bool sealed;
+
+	if (all ? SV()->wrap_all : SV()->wrap_segv)
+		return;
+	sealed = sv_sealed_here(call);
+	sv_write(call, sealed, all ? &SV()->wrap_all : &SV()->wrap_segv,
+		 &flag_value[true], sizeof(bool));
+}
+
+/* Set whether the kernel's action for the request's signal is ours. */
+static inline __attribute__((always_inline)) void
+record_wrapped(const char *call, bool wrapped)
+{
+	bool sealed;
+
+	signal_request_mine(call);
+	if (SV()->wrapped[request_sig()] == wrapped)
+		return;
+	sealed = sv_sealed_here(call);
+	signal_request_mine(call);
+	sv_write(call, sealed, &SV()->wrapped[request_sig()],
+		 &flag_value[wrapped], sizeof(bool));
+}
+
+#if defined(__x86_64__)
 /*
- * Point the kernel at entry() for the request's signal with the program's
- * mask and flags, or give it the program's action when there is nothing
- * to wrap. The action is the table's, loaded after the last store.
+ * The return from a handler the kernel makes: rt_sigreturn(2), in the
+ * bytes of glibc's __restore_rt, which unwinders and debuggers recognise
+ * (libgcc's x86-64 fallback, gdb). Ours, so that the kernel's action is
+ * made without glibc's sigaction() and the copy it keeps on its stack.
+ */
+__asm__(".text\n\t"
+	".p2align 4\n\t"
+	".globl rw_signal_restorer\n\t"
+	".hidden rw_signal_restorer\n\t"
+	".type rw_signal_restorer, @function\n"
+	"rw_signal_restorer:\n\t"
+	".byte 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00\n\t" /* mov $15, %rax */
+	".byte 0x0f, 0x05\n\t"				     /* syscall */
+	".size rw_signal_restorer, .-rw_signal_restorer\n\t"
+	".previous");
+RW_HIDDEN void rw_signal_restorer(void);
+
+/*
+ * Give the kernel the action of the request's signal: entry() with the
+ * program's mask and flags (@wrapped), or the program's action itself.
+ * The kernel's struct is put into the table from registers and compared,
+ * and rt_sigaction(2) reads it there, read-only. 0 or -errno.
+ */
+static inline __attribute__((always_inline)) long
+kernel_install(const char *call)
+{
+	const struct sv_action *a;
+	uint64_t handler, flags;
+	bool sealed, wrapped;
+	int sig;
+
+	sealed = sv_sealed_here(call);
+	signal_request_mine(call);
+	sig = request_sig();
+	wrapped = SV()->wrapped[sig];
+	a = program_slot(sig);
+	handler = wrapped ? (uint64_t)(uintptr_t)entry : a->handler;
+	flags = (uint32_t)a->sig_flags | SA_RESTORER_FLAG;
+	if (wrapped)
+		flags |= SA_SIGINFO;
+	if (sig == SIGSEGV) /* ours even when the program's is one-shot */
+		flags = (flags & ~(uint64_t)SA_RESETHAND) | SA_ONSTACK;
+	if (!sealed) {
+		SV()->kact = (struct sv_kernel_action){
+			handler, flags, (uintptr_t)rw_signal_restorer, a->mask};
+	} else if (!rw_vault_put4(sv.fd, offsetof(struct sig_vault, kact),
+				  &SV()->kact.handler, handler, flags,
+				  (uintptr_t)rw_signal_restorer, a->mask)) {
+		rw_die(call, &sv,
+		       "the kernel's action changed on its way to the signal "
+		       "table (a store into the caller's stack?)");
+	}
+	return rw_sys6(SYS_rt_sigaction, request_sig(), (long)&SV()->kact, 0,
+		       sizeof(uint64_t), 0, 0);
+}
+
+/* The kernel's action for @sig, through the system call itself. */
+static inline __attribute__((always_inline)) long
+kernel_action(int sig, struct sv_kernel_action *k)
+{
+	return rw_sys6(SYS_rt_sigaction, sig, 0, (long)k, sizeof(uint64_t), 0,
+		       0);
+}
+#else
+/* Elsewhere (the C fallback of rawsys.h) the C library's sigaction() makes
+ * the kernel's action, from a copy on its stack (SECURITY.md). */
+static inline long kernel_install(const char *call)
+{
+	int sig = request_sig();
+	const struct sv_action *a = program_slot(sig);
+	bool wrapped = sv.wrapped[sig];
+	struct sigaction k;
+
+	(void)call;
+	memset(&k, 0, sizeof(k));
+	k.sa_sigaction = wrapped ? entry
+				 : (void (*)(int, siginfo_t *, void *))(
+					   uintptr_t)a->handler;
+	k.sa_mask.__val[0] = a->mask;
+	k.sa_flags = (int)(uint32_t)a->sig_flags | (wrapped ? SA_SIGINFO : 0);
+	if (sig == SIGSEGV)
+		k.sa_flags = (k.sa_flags & ~SA_RESETHAND) | SA_ONSTACK;
+	return __sigaction(sig, &k, NULL) ? -errno : 0;
+}
+
+static inline long kernel_action(int sig, struct sv_kernel_action *k)
+{
+	struct sigaction sa;
+
+	if (__sigaction(sig, NULL, &sa))
+		return -errno;
+	k->handler = (uintptr_t)sa.sa_sigaction;
+	k->flags = (uint32_t)sa.sa_flags;
+	k->restorer = 0;
+	k->mask = sa.sa_mask.__val[0];
+	return 0;
+}
+#endif
+
+/*
+ * Point the kernel at entry() for the request's signal, or give it the
+ * program's action when there is nothing to wrap. 0 or -1 with errno.
  */
 static inline __attribute__((always_inline)) int
 install_request(const char *call)
 {
-	struct sigaction k;
-	int sig;
+	long err;
 
-	sv_apply(call, SV_WRAPPED);
 	signal_request_mine(call);
-	sig = request_sig();
-	k = program_action(sig);
-	if (sig != SIGSEGV && !is_function(&k))
-		return __sigaction(sig, &k, NULL);
-	k.sa_sigaction = entry;
-	k.sa_flags |= SA_SIGINFO;
-	if (sig == SIGSEGV) /* ours even when the program's is one-shot */
-		k.sa_flags = (k.sa_flags & ~SA_RESETHAND) | SA_ONSTACK;
-	return __sigaction(sig, &k, NULL);
+	record_wrapped(call, request_sig() == SIGSEGV ||
+				     is_function(program_slot(request_sig())));
+	signal_request_mine(call);
+	err = kernel_install(call);
+	if (!err)
+		return 0;
+	errno = (int)-err;
+	return -1;
 }
 
 /*
@@ -435,34 +545,40 @@ install_request(const char *call)
  * 25e). Not inlined, so that the vault's address and the slot's offset are
  * computed here from @sig, never kept from before the reset in a register
  * callees spill; a @sig rewritten there can name only another signal's
- * action of the program's. False, and nothing called, if the slot holds
+ * action of the program's. With @replaced the action in force must be the
+ * default the reset put there: a @sig rewritten to a signal no reset ran
+ * for would otherwise name the action the program replaced long ago (a
+ * fresh review of f958dee). False, and nothing called, if the slot holds
  * no function (the program changed the action meanwhile).
  */
 static __attribute__((noinline)) bool
 run_from_vault(int sig, siginfo_t *si, void *uc, unsigned replaced)
 {
-	const struct sigaction *a;
-	uint64_t idx;
-	int flags;
+	const struct sv_action *a, *now;
+	uint64_t idx, handler;
+	uint32_t flags;
 
 	/* @sig indexes the vault: out of range it names plain memory. */
 	if (!wrappable(sig))
 		rw_die("signal", NULL, "signal number %d out of range", sig);
 	idx = __atomic_load_n(&sv.actions[sig].idx, __ATOMIC_ACQUIRE);
 	a = &sv.actions[sig].slot[(idx ^ replaced) & 1];
-	flags = __atomic_load_n(&a->sa_flags, __ATOMIC_RELAXED);
-	if (replaced && !(flags & SA_RESETHAND))
+	now = &sv.actions[sig].slot[idx & 1];
+	flags = (uint32_t)__atomic_load_n(&a->sig_flags, __ATOMIC_RELAXED);
+	handler = __atomic_load_n(&a->handler, __ATOMIC_RELAXED);
+	if (replaced && (!(flags & SA_RESETHAND) ||
+			 __atomic_load_n(&now->handler, __ATOMIC_RELAXED) !=
+				 (uintptr_t)SIG_DFL))
 		return false;
 	if (flags & SA_SIGINFO) {
 		void (*fn)(int, siginfo_t *, void *) =
-			__atomic_load_n(&a->sa_sigaction, __ATOMIC_RELAXED);
+			(void (*)(int, siginfo_t *, void *))handler;
 
 		if (!fn)
 			return false;
 		fn(sig, si, uc);
 	} else {
-		void (*fn)(int) =
-			__atomic_load_n(&a->sa_handler, __ATOMIC_RELAXED);
+		void (*fn)(int) = (void (*)(int))handler;
 
 		if (fn == SIG_DFL || fn == SIG_IGN)
 			return false;
@@ -477,8 +593,9 @@ run_from_vault(int sig, siginfo_t *si, void *uc, unsigned replaced)
  * program changed it: that action stays). A child without fork handlers
  * shares the parent's table: its reset is its own, in the kernel only.
  */
-static void reset_one_shot(int sig)
+static __attribute__((noinline)) void reset_one_shot(int sig)
 {
+	const struct sv_action *cur;
 	uint64_t saved;
 
 	if (foreign_process()) {
@@ -487,16 +604,15 @@ static void reset_one_shot(int sig)
 		__sigaction(sig, &dfl, NULL);
 		return;
 	}
+	/* Not inlined: @sig stays in the register it came in, through the
+	 * inline lock, to the request. */
 	saved = lock_signals();
 	signal_request_put("signal", sig, true, (uintptr_t)SIG_DFL, 0, 0);
-	{
-		struct sigaction cur = program_action(request_sig());
-
-		/* The kernel reset its own action (SA_RESETHAND stays in
-		 * the flags it has, but SIGSEGV's). */
-		if (is_function(&cur) && (cur.sa_flags & SA_RESETHAND))
-			record_request("signal");
-	}
+	cur = program_slot(request_sig());
+	/* The kernel reset its own action (SA_RESETHAND stays in the flags
+	 * it has, but SIGSEGV's). */
+	if (is_function(cur) && ((uint32_t)cur->sig_flags & SA_RESETHAND))
+		record_request("signal");
 	signal_request_mine("signal");
 	unlock_signals(saved);
 }
@@ -511,17 +627,17 @@ static void reset_one_shot(int sig)
 static void call_program(int sig, siginfo_t *si, void *uc, bool fault)
 {
 	for (;;) {
-		struct sigaction sa = program_action(sig);
+		const struct sv_action *a = program_slot(sig);
 
-		if (!is_function(&sa)) {
+		if (!is_function(a)) {
 			/* SIG_IGN ignores a sent signal; a fault cannot be
 			 * ignored (the kernel would force the default
 			 * action on it). */
-			if (sa.sa_handler == SIG_IGN && !fault)
+			if (a->handler == (uintptr_t)SIG_IGN && !fault)
 				return;
 			die_by(sig);
 		}
-		if (!(sa.sa_flags & SA_RESETHAND)) {
+		if (!((uint32_t)a->sig_flags & SA_RESETHAND)) {
 			if (run_from_vault(sig, si, uc, false))
 				return;
 			continue;
@@ -637,27 +753,18 @@ static void entry(int sig, siginfo_t *si, void *uc)
 
 /*
  * Take over @sig: record the program's current action, install ours. The
- * kernel's action is read again for the signal the request names: @sig
- * crossed the system call that read it, in a register the C library's
- * function may have saved on the stack.
+ * kernel's action is read with the system call itself and put into the
+ * request from registers, @sig with it.
  */
 static inline __attribute__((always_inline)) void take_over(int sig)
 {
-	struct sigaction cur;
+	struct sv_kernel_action cur;
 
-	if (sv.wrapped[sig] || __sigaction(sig, NULL, &cur) ||
-	    (cur.sa_flags & SA_SIGINFO && cur.sa_sigaction == entry))
+	if (sv.wrapped[sig] || kernel_action(sig, &cur) ||
+	    ((cur.flags & SA_SIGINFO) && cur.handler == (uintptr_t)entry))
 		return;
-	signal_request_put("rare_write_init", sig, true,
-			   (uintptr_t)cur.sa_sigaction, cur.sa_mask.__val[0],
-			   cur.sa_flags);
-	if (__sigaction(request_sig(), NULL, &cur) ||
-	    (uintptr_t)cur.sa_sigaction != SIG_REQUEST(handler) ||
-	    (cur.sa_mask.__val[0] & ~SIG_LIBC_OWN) != SIG_REQUEST(mask) ||
-	    (uint32_t)cur.sa_flags != (uint32_t)SIG_REQUEST(sig_flags))
-		rw_die("rare_write_init", &sv,
-		       "the signal number changed while its action was read "
-		       "(a store into the caller's stack?)");
+	signal_request_put("rare_write_init", sig, true, cur.handler, cur.mask,
+			   (int)cur.flags);
 	record_request("rare_write_init");
 	if (!install_request("rare_write_init"))
 		return;
@@ -666,7 +773,7 @@ static inline __attribute__((always_inline)) void take_over(int sig)
 	if (request_sig() == SIGSEGV)
 		rw_die("rare_write_init", NULL,
 		       "cannot install the signal %d handler", SIGSEGV);
-	sv_apply("rare_write_init", SV_UNWRAPPED);
+	record_wrapped("rare_write_init", false);
 }
 
 /* fork(): the child takes a private copy of the vault, which it shares
@@ -764,10 +871,10 @@ void rw_signal_activate(void)
 
 	rw_symbolize_prepare();
 	saved = lock_signals();
-	sv_apply("rare_write_init", SV_WRAP_SEGV);
+	switch_on("rare_write_init", false);
 	take_over(SIGSEGV);
 	if (rw_backends_wrap_signals() && !sv.wrap_all) {
-		sv_apply("rare_write_init", SV_WRAP_ALL);
+		switch_on("rare_write_init", true);
 		for (int sig = 1; sig < NSIG; sig++)
 			if (wrappable(sig) && sig != SIGSEGV)
 				take_over(sig);
@@ -806,9 +913,8 @@ sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 	else
 		signal_request_put("sigaction", sig, false, 0, 0, 0);
 	if (!should_wrap(request_sig())) {
-		struct sigaction k;
+		struct sigaction k = sigaction_of(request_action());
 
-		request_action(&k);
 		err = __sigaction(
 			request_sig(),
 			SIG_REQUEST(sig_flags) & SIG_REQUEST_ACT ? &k : NULL,

@@ -55,33 +55,27 @@ static inline __attribute__((always_inline)) uint64_t rw_request_caller(void)
 #endif
 
 /*
- * Put the four words @w0-@w3 at @at, a request of the table, from the
- * registers they are in, and compare after: true when the table now holds
- * them. pwrite(2) is made inline, from a copy the asm pushes below the red
- * zone, so no function call saves what the caller holds; a store into
- * that copy before the kernel reads it is caught by the compare. Before
- * the seal, or in the fork child, the table is plain memory; elsewhere
- * (no inline system calls: rawsys.h) the words pass through a buffer.
+ * Put the four words @w0-@w3 at @at, @off bytes into the vault whose memfd
+ * is @fd, from the registers they are in, and compare after: true when
+ * the vault now holds them. pwrite(2) is made inline, from a copy the asm
+ * pushes below the red zone, so no function call saves what the caller
+ * holds; a store into that copy before the kernel reads it is caught by
+ * the compare. x86-64 only (rawsys.h).
  */
-static inline __attribute__((always_inline)) bool
-rw_table_put4(uint64_t *at, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3)
-{
-	long bad = 0;
-
-	if (rw_table.vault_fd < 0 || rw_table_open_in_child ||
-	    !RW_RAWSYS_INLINE) {
-		const uint64_t words[4] = {w0, w1, w2, w3};
-
-		rw_table_store(at, words, sizeof(words));
-		return at[0] == w0 && at[1] == w1 && at[2] == w2 && at[3] == w3;
-	}
 #if RW_RAWSYS_INLINE
-	__asm__ volatile("sub $128, %%rsp\n\t" /* the red zone */
+static inline __attribute__((always_inline)) bool
+rw_vault_put4(int fd, long off, uint64_t *at, uint64_t w0, uint64_t w1,
+	      uint64_t w2, uint64_t w3)
+{
+	long bad;
+
+	/* @fd first: as a memory operand it may be addressed from %rsp. */
+	__asm__ volatile("mov %[fd], %%edi\n\t"
+			 "sub $128, %%rsp\n\t" /* the red zone */
 			 "push %[w3]\n\t"
 			 "push %[w2]\n\t"
 			 "push %[w1]\n\t"
 			 "push %[w0]\n\t"
-			 "mov %[fd], %%edi\n\t"
 			 "mov %%rsp, %%rsi\n\t"
 			 "mov $32, %%edx\n\t"
 			 "mov %[off], %%r10\n\t"
@@ -102,14 +96,33 @@ rw_table_put4(uint64_t *at, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3)
 			 "1:\tmov $1, %%eax\n"
 			 "2:"
 			 : "=&a"(bad)
-			 : [fd] "m"(rw_table.vault_fd), [at] "r"(at),
-			   [off] "r"((long)((char *)at - (char *)&rw_table)),
+			 : [fd] "rm"(fd), [at] "r"(at), [off] "r"(off),
 			   [w0] "r"(w0), [w1] "r"(w1), [w2] "r"(w2),
 			   [w3] "r"(w3), [nr] "i"(SYS_pwrite64)
 			 : "rdi", "rsi", "rdx", "r10", "rcx", "r11", "memory",
 			   "cc");
-#endif
 	return !bad;
+}
+#endif
+
+/*
+ * rw_vault_put4() into the core table, for a request of the table. Before
+ * the seal, or in the fork child, the table is plain memory; elsewhere
+ * (no inline system calls: rawsys.h) the words pass through a buffer.
+ */
+static inline __attribute__((always_inline)) bool
+rw_table_put4(uint64_t *at, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3)
+{
+#if RW_RAWSYS_INLINE
+	if (rw_table.vault_fd >= 0 && !rw_table_open_in_child)
+		return rw_vault_put4(rw_table.vault_fd,
+				     (long)((char *)at - (char *)&rw_table), at,
+				     w0, w1, w2, w3);
+#endif
+	const uint64_t words[4] = {w0, w1, w2, w3};
+
+	rw_table_store(at, words, sizeof(words));
+	return at[0] == w0 && at[1] == w1 && at[2] == w2 && at[3] == w3;
 }
 
 #endif /* RAREWRITE_TABLE_PUT_H */
