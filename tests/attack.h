@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "harness.h"
 
@@ -130,6 +131,55 @@ bool attack_race(void *addr, uint64_t v, void (*fn)(void *), void *arg,
  * another build (make check-asan, the package's autopkgtest, check-vm);
  * make check keeps the full budgets. attack_race() applies it itself. */
 double attack_budget(double seconds);
+
+/* A victim traced at its system calls (x86-64): deterministic attacks on
+ * what the library keeps in its stack frames. The attack child forks a
+ * victim with attack_trace_spawn(), runs it with attack_trace_syscalls(),
+ * and reads and rewrites its memory at the stops it chooses; a fresh
+ * victim for each moment attacked.
+ *
+ * Fork a victim traced by the calling process: the child runs
+ * @setup(@arg) untraced (when @setup is not NULL), stops itself, then runs
+ * @victim(@arg), which ends the child with a status of its own (it exits
+ * with ATTACK_TRACE_RETURNED if @victim returns). The victim's pid, in
+ * that stop; it dies with the tracer (PTRACE_O_EXITKILL). */
+#define ATTACK_TRACE_RETURNED 127
+pid_t attack_trace_spawn(void (*setup)(void *arg), void (*victim)(void *arg),
+			 void *arg);
+
+enum attack_stop {
+	ATTACK_STOP_ENTRY, /* a system call entry */
+	ATTACK_STOP_EXIT,  /* its return (rax: the result) */
+	ATTACK_STOP_STEP,  /* an instruction done, after PTRACE_SINGLESTEP */
+};
+struct user_regs_struct;
+/* Called at each stop of the victim with its registers; returns how the
+ * victim goes on: PTRACE_SYSCALL (to the next system call entry or
+ * return) or PTRACE_SINGLESTEP (one instruction). */
+typedef long (*attack_on_stop)(pid_t pid, enum attack_stop stop,
+			       const struct user_regs_struct *regs, void *arg);
+/* Run victim @pid from its stop to its end, calling @on_stop(..., @arg)
+ * at each stop; its wait status. Signals are delivered to it (the
+ * library's SIGABRT too); a lost victim is a harness error. */
+int attack_trace_syscalls(pid_t pid, attack_on_stop on_stop, void *arg);
+
+/* The word at @addr of traced @pid (the address of an object of ours:
+ * the victim's copy of it). */
+uintptr_t attack_trace_peek(pid_t pid, const volatile void *addr);
+/* The words of traced @pid from @lo (rounded down to 8) up to @hi into
+ * @buf, at most @cap of them; how many it read. */
+size_t attack_trace_read(pid_t pid, uintptr_t lo, uintptr_t hi, uint64_t *buf,
+			 size_t cap);
+/* Rewrite every word of traced @pid from @lo (rounded down to 8) up to
+ * @hi that @map(word, @arg) changes, to what it returns (@only > 0: only
+ * the @only-th of them from @lo up). How many words were written. */
+unsigned attack_trace_rewrite(pid_t pid, uintptr_t lo, uintptr_t hi,
+			      uintptr_t (*map)(uintptr_t v, void *arg),
+			      void *arg, unsigned only);
+/* attack_trace_rewrite() of every word that points into [@from, @from +
+ * @span), to the same place from @to. */
+unsigned attack_trace_move(pid_t pid, uintptr_t lo, uintptr_t hi,
+			   uintptr_t from, uintptr_t span, uintptr_t to);
 
 /* Address of a file-local object of the library (from its ELF symbol table;
  * test-only, no API), or NULL. TLS symbols give the calling thread's copy. */

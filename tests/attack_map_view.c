@@ -57,38 +57,45 @@ static __attribute__((noinline)) void mv_map_unmap(void)
 	rare_write_unmap(m);
 }
 
-static __attribute__((noreturn)) void mv_victim(void)
+static __attribute__((noreturn)) void mv_victim(void *arg)
 {
 	void *page = (void *)((uintptr_t)&mv_target & ~(uintptr_t)4095);
 
-	ptrace(PTRACE_TRACEME, 0, 0, 0);
-	raise(SIGSTOP);
+	(void)arg;
 	mv_map_unmap();
 	if (msync(page, 4096, MS_ASYNC) && errno == ENOMEM)
 		_exit(MV_SECTION_GONE);
 	_exit(attack_alias_mapped() ? MV_ALIAS_LEFT : MV_HELD);
 }
 
-/* Rewrite every stack word of @pid in [@lo, @hi) equal to @from + d, for
- * d in [0, @span), to @to + d. Returns how many. */
-static unsigned mv_rewrite(pid_t pid, uintptr_t lo, uintptr_t hi,
-			   uintptr_t from, uintptr_t span, uintptr_t to)
+struct mv_run {
+	unsigned nth, entries, rewritten;
+	bool attacked;
+	uintptr_t alias, sp_top;
+};
+
+static long mv_stop(pid_t pid, enum attack_stop stop,
+		    const struct user_regs_struct *regs, void *arg)
 {
-	unsigned n = 0;
+	struct mv_run *run = arg;
 
-	for (uintptr_t w = lo & ~(uintptr_t)7; w < hi; w += 8) {
-		long v;
-
-		errno = 0;
-		v = ptrace(PTRACE_PEEKDATA, pid, (void *)w, 0);
-		if (errno)
-			continue;
-		if ((uintptr_t)v - from < span &&
-		    !ptrace(PTRACE_POKEDATA, pid, (void *)w,
-			    (void *)(to + ((uintptr_t)v - from))))
-			n++;
+	if (stop == ATTACK_STOP_EXIT) { /* the alias from mmap's return */
+		if (!run->alias && regs->orig_rax == SYS_mmap &&
+		    regs->rax < (unsigned long long)-4095L &&
+		    regs->rsi == 4096 && regs->r10 == MAP_SHARED)
+			run->alias = (uintptr_t)regs->rax;
+		return PTRACE_SYSCALL;
 	}
-	return n;
+	if (!run->alias || run->attacked || ++run->entries != run->nth)
+		return PTRACE_SYSCALL;
+	if (!run->sp_top)
+		run->sp_top = attack_trace_peek(pid, &mv_victim_sp);
+	attack_begin();
+	run->rewritten =
+		attack_trace_move(pid, regs->rsp, run->sp_top, run->alias, 4096,
+				  (uintptr_t)&mv_target & ~(uintptr_t)4095);
+	run->attacked = true;
+	return PTRACE_SYSCALL;
 }
 
 enum mv_round { MV_NO_MOMENT, MV_ROUND_HELD, MV_ROUND_LANDED };
@@ -97,59 +104,14 @@ enum mv_round { MV_NO_MOMENT, MV_ROUND_HELD, MV_ROUND_LANDED };
  * mmap. */
 static enum mv_round mv_round(unsigned nth, char *what, size_t cap)
 {
-	uintptr_t page = (uintptr_t)&mv_target & ~(uintptr_t)4095;
-	uintptr_t alias = 0, sp_top = 0;
-	unsigned entries = 0, rewritten = 0;
-	bool in_call = false, attacked = false;
-	int status, sig = 0;
-	pid_t pid;
+	struct mv_run run = {.nth = nth};
+	int status = attack_trace_syscalls(
+		attack_trace_spawn(NULL, mv_victim, NULL), mv_stop, &run);
 
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		attack_report(ATTACK_ERROR, "fork: %s", strerror(errno));
-	if (!pid)
-		mv_victim();
-	if (waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status) ||
-	    ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACESYSGOOD))
-		attack_report(ATTACK_ERROR, "cannot trace the victim: %s",
-			      strerror(errno));
-	for (;;) {
-		struct user_regs_struct regs;
-
-		if (ptrace(PTRACE_SYSCALL, pid, 0, sig) ||
-		    waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status))
-			break;
-		sig = 0;
-		if (WSTOPSIG(status) != (SIGTRAP | 0x80)) {
-			sig = WSTOPSIG(status); /* delivered: SIGABRT too */
-			continue;
-		}
-		ptrace(PTRACE_GETREGS, pid, 0, &regs);
-		in_call = !in_call;
-		if (!in_call) { /* an exit: the alias from mmap's return */
-			if (!alias && regs.orig_rax == SYS_mmap &&
-			    regs.rax < (unsigned long long)-4095L &&
-			    regs.rsi == 4096 && regs.r10 == MAP_SHARED)
-				alias = (uintptr_t)regs.rax;
-			continue;
-		}
-		if (!alias || attacked || ++entries != nth)
-			continue;
-		if (!sp_top) {
-			errno = 0;
-			sp_top = (uintptr_t)ptrace(PTRACE_PEEKDATA, pid,
-						   (void *)&mv_victim_sp, 0);
-		}
-		attack_begin();
-		rewritten = mv_rewrite(pid, (uintptr_t)regs.rsp, sp_top, alias,
-				       4096, page);
-		attacked = true;
-	}
 	snprintf(what, cap,
 		 "at system call %u after the alias's mmap, %u words "
 		 "rewritten: %s",
-		 nth, rewritten,
+		 nth, run.rewritten,
 		 WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT
 			 ? "the library aborted"
 		 : WIFEXITED(status) && WEXITSTATUS(status) == MV_SECTION_GONE
@@ -157,10 +119,10 @@ static enum mv_round mv_round(unsigned nth, char *what, size_t cap)
 		 : WIFEXITED(status) && WEXITSTATUS(status) == MV_ALIAS_LEFT
 			 ? "a writable alias stayed mapped"
 			 : "held");
-	if (!alias)
+	if (!run.alias)
 		attack_report(ATTACK_ERROR, "the map made no mmap of 4096 "
 					    "bytes of a descriptor");
-	if (!attacked)
+	if (!run.attacked)
 		return MV_NO_MOMENT;
 	if (WIFEXITED(status) && (WEXITSTATUS(status) == MV_SECTION_GONE ||
 				  WEXITSTATUS(status) == MV_ALIAS_LEFT))

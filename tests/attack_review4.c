@@ -61,7 +61,6 @@
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -101,116 +100,7 @@ enum { R4_HELD = 0, R4_LANDED = 10, R4_BROKEN = 11 };
 		syscall(SYS_getppid);                                          \
 	} while (0)
 
-/* Fork a victim that stops itself before @victim, traced by us. */
-static pid_t r4_spawn(void (*victim)(void))
-{
-	int status;
-	pid_t pid;
-
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		attack_report(ATTACK_ERROR, "fork: %s", strerror(errno));
-	if (!pid) {
-		ptrace(PTRACE_TRACEME, 0, 0, 0);
-		raise(SIGSTOP);
-		victim();
-		_exit(R4_BROKEN);
-	}
-	if (waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status) ||
-	    ptrace(PTRACE_SETOPTIONS, pid, 0,
-		   PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL))
-		attack_report(ATTACK_ERROR, "cannot trace the victim: %s",
-			      strerror(errno));
-	return pid;
-}
-
-enum r4_stop { R4_ENTRY, R4_EXIT, R4_STEP };
-
-/* Called at each stop of the victim; returns the next request
- * (PTRACE_SYSCALL or PTRACE_SINGLESTEP). */
-typedef long (*r4_on_stop)(pid_t pid, enum r4_stop stop,
-			   const struct user_regs_struct *regs, void *arg);
-
-/* Run the victim to its end, calling @on_stop at each stop; its wait
- * status. Signals are delivered (the library's SIGABRT too). */
-static int r4_trace(pid_t pid, r4_on_stop on_stop, void *arg)
-{
-	long req = PTRACE_SYSCALL;
-	int status, sig = 0;
-
-	for (;;) {
-		struct user_regs_struct regs;
-		enum r4_stop stop;
-
-		if (ptrace((enum __ptrace_request)req, pid, 0, sig) ||
-		    waitpid(pid, &status, 0) != pid)
-			attack_report(ATTACK_ERROR, "lost the victim: %s",
-				      strerror(errno));
-		if (!WIFSTOPPED(status))
-			return status;
-		sig = 0;
-		if (WSTOPSIG(status) == (SIGTRAP | 0x80)) {
-			ptrace(PTRACE_GETREGS, pid, 0, &regs);
-			/* x86-64: -ENOSYS in rax marks the entry */
-			stop = regs.rax == (unsigned long long)-ENOSYS
-				       ? R4_ENTRY
-				       : R4_EXIT;
-		} else if (WSTOPSIG(status) == SIGTRAP &&
-			   req == PTRACE_SINGLESTEP) {
-			ptrace(PTRACE_GETREGS, pid, 0, &regs);
-			stop = R4_STEP;
-		} else {
-			sig = WSTOPSIG(status);
-			continue;
-		}
-		req = on_stop(pid, stop, &regs, arg);
-	}
-}
-
-static uintptr_t r4_peek(pid_t pid, const volatile void *addr)
-{
-	return (uintptr_t)ptrace(PTRACE_PEEKDATA, pid, (void *)addr, 0);
-}
-
-/* The victim's stack from @lo up to its published frame, into @buf (room
- * for @cap words); how many words. */
-static size_t r4_read_stack(pid_t pid, uintptr_t lo, uintptr_t hi,
-			    uint64_t *buf, size_t cap)
-{
-	struct iovec local, remote;
-	ssize_t got;
-
-	lo &= ~(uintptr_t)7;
-	if (hi <= lo)
-		return 0;
-	if ((hi - lo) / 8 < cap)
-		cap = (hi - lo) / 8;
-	local = (struct iovec){buf, cap * 8};
-	remote = (struct iovec){(void *)lo, cap * 8};
-	got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	return got < 0 ? 0 : (size_t)got / 8;
-}
-
 #define R4_STACK_WORDS 4096
-
-/* Rewrite every word of the victim's stack in [@lo, @hi) that lies in
- * [@from, @from + @span) to the same place from @to. How many. */
-static unsigned r4_rewrite(pid_t pid, uintptr_t lo, uintptr_t hi,
-			   uintptr_t from, uintptr_t span, uintptr_t to)
-{
-	static uint64_t words[R4_STACK_WORDS];
-	size_t n = r4_read_stack(pid, lo, hi, words, R4_STACK_WORDS);
-	unsigned done = 0;
-
-	for (size_t i = 0; i < n; i++)
-		if (words[i] - from < span &&
-		    !ptrace(PTRACE_POKEDATA, pid,
-			    (void *)((lo & ~(uintptr_t)7) + i * 8),
-			    (void *)(to + (words[i] - from))))
-			done++;
-	return done;
-}
 
 static const char *r4_status(int status)
 {
@@ -241,11 +131,12 @@ static bool r4_landed(int status, const char *what)
 
 /* ---- 27u: the view unmap frees ---- */
 
-static __attribute__((noinline)) void r4_view_victim(void)
+static __attribute__((noinline)) void r4_view_victim(void *arg)
 {
 	struct rare_write_mapping m;
 	void *next;
 
+	(void)arg;
 	r4_bystander = malloc(R4_LEN); /* live all along */
 	m = rare_write_map(&r4_target, R4_LEN);
 	r4_view = (uintptr_t)m.addr;
@@ -261,26 +152,27 @@ struct r4_view_round {
 	uintptr_t sp_top, view, bystander;
 };
 
-static long r4_view_stop(pid_t pid, enum r4_stop stop,
+static long r4_view_stop(pid_t pid, enum attack_stop stop,
 			 const struct user_regs_struct *regs, void *arg)
 {
 	struct r4_view_round *rd = arg;
 
-	if (stop != R4_ENTRY)
+	if (stop != ATTACK_STOP_ENTRY)
 		return PTRACE_SYSCALL;
 	if (!rd->marked) {
 		if (regs->orig_rax == SYS_getppid) {
 			rd->marked = true;
-			rd->sp_top = r4_peek(pid, &r4_victim_sp);
-			rd->view = r4_peek(pid, &r4_view);
-			rd->bystander = r4_peek(pid, &r4_bystander);
+			rd->sp_top = attack_trace_peek(pid, &r4_victim_sp);
+			rd->view = attack_trace_peek(pid, &r4_view);
+			rd->bystander = attack_trace_peek(pid, &r4_bystander);
 		}
 		return PTRACE_SYSCALL;
 	}
 	if (++rd->entries == rd->nth) {
 		attack_begin();
-		rd->rewritten = r4_rewrite(pid, regs->rsp, rd->sp_top, rd->view,
-					   R4_LEN, rd->bystander);
+		rd->rewritten =
+			attack_trace_move(pid, regs->rsp, rd->sp_top, rd->view,
+					  R4_LEN, rd->bystander);
 		rd->attacked = true;
 	}
 	return PTRACE_SYSCALL;
@@ -301,8 +193,9 @@ ATTACK("27u", review4_view_free,
 			      "process only");
 	for (nth = 1; nth < 64; nth++) {
 		struct r4_view_round rd = {.nth = nth};
-		int status =
-			r4_trace(r4_spawn(r4_view_victim), r4_view_stop, &rd);
+		int status = attack_trace_syscalls(
+			attack_trace_spawn(NULL, r4_view_victim, NULL),
+			r4_view_stop, &rd);
 
 		if (!rd.marked)
 			attack_report(ATTACK_ERROR, "no marker: %s",
@@ -331,11 +224,12 @@ ATTACK("27u", review4_view_free,
 
 /* ---- 27v: the map's "backend handed out the view" flag ---- */
 
-static __attribute__((noinline)) void r4_flag_victim(void)
+static __attribute__((noinline)) void r4_flag_victim(void *arg)
 {
 	struct rare_write_mapping m;
 	bool writable;
 
+	(void)arg;
 	R4_MARK();
 	m = rare_write_map(&r4_target, 8);
 	r4_mapped = 1;
@@ -382,7 +276,8 @@ static unsigned r4_clear_flags(pid_t pid, const struct user_regs_struct *regs,
 		regs->rdi, regs->rbp, regs->r8,	 regs->r9,  regs->r10,
 		regs->r11, regs->r12, regs->r13, regs->r14, regs->r15};
 	uintptr_t lo = regs->rsp & ~(uintptr_t)7;
-	size_t n = r4_read_stack(pid, lo, run->sp_top, words, R4_STACK_WORDS);
+	size_t n =
+		attack_trace_read(pid, lo, run->sp_top, words, R4_STACK_WORDS);
 	uintptr_t start = (uintptr_t)&r4_target;
 	unsigned done = 0;
 
@@ -432,7 +327,7 @@ static bool r4_lib_code(uintptr_t rip)
 	return memo[i].ours;
 }
 
-static long r4_flag_stop(pid_t pid, enum r4_stop stop,
+static long r4_flag_stop(pid_t pid, enum attack_stop stop,
 			 const struct user_regs_struct *regs, void *arg)
 {
 	struct r4_flag_run *run = arg;
@@ -441,15 +336,15 @@ static long r4_flag_stop(pid_t pid, enum r4_stop stop,
 		return PTRACE_SYSCALL;
 	if (!run->stepping) {
 		/* from the marker's return on, one instruction at a time */
-		if (stop == R4_EXIT && regs->orig_rax == SYS_getppid) {
+		if (stop == ATTACK_STOP_EXIT && regs->orig_rax == SYS_getppid) {
 			run->stepping = true;
-			run->sp_top = r4_peek(pid, &r4_victim_sp);
+			run->sp_top = attack_trace_peek(pid, &r4_victim_sp);
 			attack_begin();
 			return PTRACE_SINGLESTEP;
 		}
 		return PTRACE_SYSCALL;
 	}
-	if (r4_peek(pid, &r4_mapped) || ++run->steps > R4_MAX_STEPS) {
+	if (attack_trace_peek(pid, &r4_mapped) || ++run->steps > R4_MAX_STEPS) {
 		run->done = true;
 		return PTRACE_SYSCALL;
 	}
@@ -471,7 +366,9 @@ ATTACK("27v", review4_map_flag,
 	if (!strcmp(b, "pwrite") || !strcmp(b, "process"))
 		attack_report(ATTACK_NA, "the view is a heap copy: nothing of "
 					 "the region is left writable");
-	status = r4_trace(r4_spawn(r4_flag_victim), r4_flag_stop, &run);
+	status = attack_trace_syscalls(
+		attack_trace_spawn(NULL, r4_flag_victim, NULL), r4_flag_stop,
+		&run);
 	snprintf(what, sizeof(what), "%u instructions, %u bytes cleared: %s",
 		 run.steps, run.cleared, r4_status(status));
 	if (!run.stepping)
@@ -503,7 +400,7 @@ static const struct rw_table *volatile r4_table;
 static const struct rw_region *volatile r4_other_record;
 static const struct rw_backend *volatile r4_other_ops;
 
-static __attribute__((noinline)) void r4_table_victim(void)
+static __attribute__((noinline)) void r4_table_victim(void *arg)
 {
 	const struct rw_table *t = attack_lib_sym("rw_table");
 	const struct rw_region *other = attack_region_of(t, r4_other);
@@ -511,6 +408,7 @@ static __attribute__((noinline)) void r4_table_victim(void)
 	struct rare_write_mapping m;
 	pthread_t idle;
 
+	(void)arg;
 	/* A threaded program: glibc's pwrite() keeps its arguments on the
 	 * stack only then. */
 	if (pthread_create(&idle, NULL, r4_idle, NULL))
@@ -567,40 +465,43 @@ static bool r4_before_table_write(pid_t pid, const struct r4_table_run *run,
 
 /* Table writes are counted, not system calls: the process backend's
  * waits for its helper vary in number from run to run. */
-static long r4_table_stop(pid_t pid, enum r4_stop stop,
+static long r4_table_stop(pid_t pid, enum attack_stop stop,
 			  const struct user_regs_struct *regs, void *arg)
 {
 	struct r4_table_run *run = arg;
 
 	if (!run->marked) {
-		if (stop == R4_ENTRY && regs->orig_rax == SYS_getppid) {
+		if (stop == ATTACK_STOP_ENTRY &&
+		    regs->orig_rax == SYS_getppid) {
 			run->marked = true;
-			run->sp_top = r4_peek(pid, &r4_victim_sp);
-			run->vault_fd = (int)r4_peek(pid, &r4_vault_fd);
+			run->sp_top = attack_trace_peek(pid, &r4_victim_sp);
+			run->vault_fd =
+				(int)attack_trace_peek(pid, &r4_vault_fd);
 		}
 		return PTRACE_SYSCALL;
 	}
 	if (!run->attack) { /* the untouched victim: list the writes */
-		if (stop == R4_ENTRY && r4_table_write(run, regs) &&
+		if (stop == ATTACK_STOP_ENTRY && r4_table_write(run, regs) &&
 		    run->nr_writes < R4_MAX_WRITES)
 			run->offset[run->nr_writes++] = regs->r10;
 		return PTRACE_SYSCALL;
 	}
-	if (stop == R4_ENTRY && r4_table_write(run, regs))
+	if (stop == ATTACK_STOP_ENTRY && r4_table_write(run, regs))
 		run->writes++;
 	/* From the return of the write before (the marker's for the first)
 	 * to this write's system call, one instruction at a time. */
-	if (stop == R4_EXIT && run->writes == run->which &&
+	if (stop == ATTACK_STOP_EXIT && run->writes == run->which &&
 	    (run->which ? r4_table_write(run, regs)
 			: regs->orig_rax == SYS_getppid)) {
 		attack_begin();
 		return PTRACE_SINGLESTEP;
 	}
-	if (stop != R4_STEP)
+	if (stop != ATTACK_STOP_STEP)
 		return PTRACE_SYSCALL;
 	run->steps++;
-	run->rewritten += r4_rewrite(pid, regs->rsp, run->sp_top,
-				     run->offset[run->which], 1, run->to);
+	run->rewritten +=
+		attack_trace_move(pid, regs->rsp, run->sp_top,
+				  run->offset[run->which], 1, run->to);
 	if (r4_before_table_write(pid, run, regs) || run->steps > R4_MAX_STEPS)
 		return PTRACE_SYSCALL;
 	return PTRACE_SINGLESTEP;
@@ -622,7 +523,9 @@ ATTACK("27w", review4_table_offset,
 	other = r4_other ? attack_region_of(t, r4_other) : NULL;
 	if (!other)
 		attack_report(ATTACK_ERROR, "no pool or no table");
-	status = r4_trace(r4_spawn(r4_table_victim), r4_table_stop, &list);
+	status = attack_trace_syscalls(
+		attack_trace_spawn(NULL, r4_table_victim, NULL), r4_table_stop,
+		&list);
 	if (r4_landed(status, "untouched") || !list.marked || !list.nr_writes)
 		attack_report(ATTACK_ERROR,
 			      "an untouched map wrote no table "
@@ -635,8 +538,9 @@ ATTACK("27w", review4_table_offset,
 		run.marked = false;
 		run.which = i;
 		run.to = (uintptr_t)&other->backend - (uintptr_t)t;
-		status = r4_trace(r4_spawn(r4_table_victim), r4_table_stop,
-				  &run);
+		status = attack_trace_syscalls(
+			attack_trace_spawn(NULL, r4_table_victim, NULL),
+			r4_table_stop, &run);
 		snprintf(what, sizeof(what),
 			 "table write %u of %u (offset %#lx), %u instructions, "
 			 "%u words rewritten: %s",

@@ -158,14 +158,20 @@ static __attribute__((noinline)) void ll_call(enum ll_mode mode)
 	}
 }
 
-static __attribute__((noreturn)) void ll_victim(enum ll_mode mode)
+/* Before the tracing starts: head -> a, and the handlers. */
+static void ll_setup(void *arg)
 {
-	rare_list_add(&ll.a, &ll.head); /* head -> a, untraced */
+	(void)arg;
+	rare_list_add(&ll.a, &ll.head);
 	signal(SIGABRT, ll_on_death);
 	signal(SIGSEGV, ll_on_death);
 	signal(SIGBUS, ll_on_death);
-	ptrace(PTRACE_TRACEME, 0, 0, 0);
-	raise(SIGSTOP);
+}
+
+static __attribute__((noreturn)) void ll_victim(void *arg)
+{
+	enum ll_mode mode = (enum ll_mode)(uintptr_t)arg;
+
 	ll_call(mode);
 	if (ll.target)
 		_exit(LL_LANDED);
@@ -191,33 +197,8 @@ static __attribute__((noreturn)) void ll_victim(enum ll_mode mode)
 	_exit(LL_HELD);
 }
 
-/* Rewrite every word of @pid in [@lo, @hi) for which @map gives a new
- * value (@only > 0: only the @only-th of them, from @lo up). Returns how
- * many. */
-static unsigned ll_rewrite(pid_t pid, uintptr_t lo, uintptr_t hi,
-			   uintptr_t (*map)(uintptr_t v, uintptr_t arg),
-			   uintptr_t arg, unsigned only)
-{
-	unsigned n = 0, seen = 0;
-
-	for (uintptr_t w = lo & ~(uintptr_t)7; w < hi; w += 8) {
-		uintptr_t v, to;
-
-		errno = 0;
-		v = (uintptr_t)ptrace(PTRACE_PEEKDATA, pid, (void *)w, 0);
-		if (errno)
-			continue;
-		to = map(v, arg);
-		if (to == v || (only && ++seen != only))
-			continue;
-		if (!ptrace(PTRACE_POKEDATA, pid, (void *)w, (void *)to))
-			n++;
-	}
-	return n;
-}
-
 /* 27x: a link's destination, to the target. */
-static uintptr_t ll_map_destination(uintptr_t v, uintptr_t arg)
+static uintptr_t ll_map_destination(uintptr_t v, void *arg)
 {
 	(void)arg;
 	if (v == (uintptr_t)&ll.b.next || v == (uintptr_t)&ll.b.prev ||
@@ -227,21 +208,21 @@ static uintptr_t ll_map_destination(uintptr_t v, uintptr_t arg)
 }
 
 /* 28a: the value of the first link (b's next: a), to the fake node. */
-static uintptr_t ll_map_value(uintptr_t v, uintptr_t arg)
+static uintptr_t ll_map_value(uintptr_t v, void *arg)
 {
 	(void)arg;
 	return v == (uintptr_t)&ll.a ? (uintptr_t)&ll_fake : v;
 }
 
 /* 28b: the program's action, to the attacker's. */
-static uintptr_t ll_map_action(uintptr_t v, uintptr_t arg)
+static uintptr_t ll_map_action(uintptr_t v, void *arg)
 {
 	(void)arg;
 	return v == (uintptr_t)&ll_good ? (uintptr_t)&ll_evil_action : v;
 }
 
 /* 28c: the program's handler, to the attacker's. */
-static uintptr_t ll_map_handler(uintptr_t v, uintptr_t arg)
+static uintptr_t ll_map_handler(uintptr_t v, void *arg)
 {
 	(void)arg;
 	return v == (uintptr_t)ll_good_handler ? (uintptr_t)ll_evil_handler : v;
@@ -249,10 +230,12 @@ static uintptr_t ll_map_handler(uintptr_t v, uintptr_t arg)
 
 /* 27y: into the helper's array (@arg, its end included), to the same
  * place of the forged one. */
-static uintptr_t ll_map_cursor(uintptr_t v, uintptr_t arg)
+static uintptr_t ll_map_cursor(uintptr_t v, void *arg)
 {
-	if (arg && v - arg <= sizeof(ll_forged))
-		return (uintptr_t)ll_forged + (v - arg);
+	uintptr_t array = (uintptr_t)arg;
+
+	if (array && v - array <= sizeof(ll_forged))
+		return (uintptr_t)ll_forged + (v - array);
 	return v;
 }
 
@@ -305,8 +288,10 @@ static uintptr_t ll_find_segment(pid_t pid, uintptr_t lo, uintptr_t hi)
 }
 
 /* 27z: the segment's end, one segment further. */
-static uintptr_t ll_map_seg_end(uintptr_t v, uintptr_t seg)
+static uintptr_t ll_map_seg_end(uintptr_t v, void *arg)
 {
+	uintptr_t seg = (uintptr_t)arg;
+
 	if (seg && v == seg + sizeof(struct rw_seg))
 		return seg + 2 * sizeof(struct rw_seg);
 	return v;
@@ -324,6 +309,54 @@ static void ll_poke_forged(pid_t pid, uintptr_t seg)
 		       (void *)words[i]);
 }
 
+struct ll_run {
+	enum ll_mode mode;
+	unsigned nth, only, entries, rewritten;
+	uintptr_t array;
+	bool attacked;
+};
+
+/* At each stop of a victim of ll_round(). */
+static long ll_stop(pid_t pid, enum attack_stop stop,
+		    const struct user_regs_struct *regs, void *arg)
+{
+	struct ll_run *run = arg;
+	uintptr_t lo = regs->rsp, sp_top;
+
+	/* The victim's own exit is not a moment of the call. */
+	if (stop != ATTACK_STOP_ENTRY || run->attacked ||
+	    regs->orig_rax == SYS_exit_group || ++run->entries != run->nth)
+		return PTRACE_SYSCALL;
+	sp_top = attack_trace_peek(pid, &ll_victim_sp);
+	attack_begin();
+	if (run->mode == LL_DESTINATION) {
+		run->rewritten = attack_trace_rewrite(
+			pid, lo, sp_top, ll_map_destination, NULL, 0);
+	} else if (run->mode == LL_SIGACTION) {
+		run->rewritten = attack_trace_rewrite(pid, lo, sp_top,
+						      ll_map_action, NULL, 0);
+	} else if (run->mode == LL_SIGHANDLER) {
+		run->rewritten = attack_trace_rewrite(pid, lo, sp_top,
+						      ll_map_handler, NULL, 0);
+	} else if (run->mode == LL_VALUE) {
+		run->rewritten = attack_trace_rewrite(pid, lo, sp_top,
+						      ll_map_value, NULL, 0);
+	} else if (run->mode == LL_CURSOR) {
+		run->array = ll_find_array(pid, lo, sp_top);
+		run->rewritten = attack_trace_rewrite(
+			pid, lo, sp_top, ll_map_cursor, (void *)run->array, 0);
+	} else {
+		run->array = ll_find_segment(pid, lo, sp_top);
+		run->rewritten =
+			attack_trace_rewrite(pid, lo, sp_top, ll_map_seg_end,
+					     (void *)run->array, run->only);
+		if (run->rewritten)
+			ll_poke_forged(pid, run->array);
+	}
+	run->attacked = true;
+	return PTRACE_SYSCALL;
+}
+
 enum ll_round { LL_NO_MOMENT, LL_ROUND_HELD, LL_ROUND_LANDED };
 
 /* One victim, attacked at its @nth system call entry after its stop
@@ -332,75 +365,19 @@ enum ll_round { LL_NO_MOMENT, LL_ROUND_HELD, LL_ROUND_LANDED };
 static enum ll_round ll_round(enum ll_mode mode, unsigned nth, unsigned only,
 			      char *what, size_t cap)
 {
-	unsigned entries = 0, rewritten = 0;
-	uintptr_t sp_top = 0, array = 0;
-	bool in_call = false, attacked = false;
-	int status, sig = 0;
-	pid_t pid;
+	struct ll_run run = {.mode = mode, .nth = nth, .only = only};
+	int status = attack_trace_syscalls(
+		attack_trace_spawn(ll_setup, ll_victim,
+				   (void *)(uintptr_t)mode),
+		ll_stop, &run);
 
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		attack_report(ATTACK_ERROR, "fork: %s", strerror(errno));
-	if (!pid)
-		ll_victim(mode);
-	if (waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status) ||
-	    ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACESYSGOOD))
-		attack_report(ATTACK_ERROR, "cannot trace the victim: %s",
-			      strerror(errno));
-	for (;;) {
-		struct user_regs_struct regs;
-
-		if (ptrace(PTRACE_SYSCALL, pid, 0, sig) ||
-		    waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status))
-			break;
-		sig = 0;
-		if (WSTOPSIG(status) != (SIGTRAP | 0x80)) {
-			sig = WSTOPSIG(status); /* delivered: SIGABRT too */
-			continue;
-		}
-		ptrace(PTRACE_GETREGS, pid, 0, &regs);
-		in_call = !in_call;
-		/* The victim's own exit is not a moment of the call. */
-		if (!in_call || attacked || regs.orig_rax == SYS_exit_group ||
-		    ++entries != nth)
-			continue;
-		errno = 0;
-		sp_top = (uintptr_t)ptrace(PTRACE_PEEKDATA, pid,
-					   (void *)&ll_victim_sp, 0);
-		attack_begin();
-		if (mode == LL_DESTINATION) {
-			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
-					       ll_map_destination, 0, 0);
-		} else if (mode == LL_SIGACTION) {
-			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
-					       ll_map_action, 0, 0);
-		} else if (mode == LL_SIGHANDLER) {
-			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
-					       ll_map_handler, 0, 0);
-		} else if (mode == LL_VALUE) {
-			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
-					       ll_map_value, 0, 0);
-		} else if (mode == LL_CURSOR) {
-			array = ll_find_array(pid, (uintptr_t)regs.rsp, sp_top);
-			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
-					       ll_map_cursor, array, 0);
-		} else {
-			array = ll_find_segment(pid, (uintptr_t)regs.rsp,
-						sp_top);
-			rewritten = ll_rewrite(pid, (uintptr_t)regs.rsp, sp_top,
-					       ll_map_seg_end, array, only);
-			if (rewritten)
-				ll_poke_forged(pid, array);
-		}
-		attacked = true;
-	}
 	snprintf(what, cap, "at system call %u (%s), %u words rewritten%s: %s",
-		 nth, attacked ? "entered" : "none", rewritten,
-		 mode == LL_CURSOR && !array
+		 nth, run.attacked ? "entered" : "none", run.rewritten,
+		 mode == LL_CURSOR && !run.array
 			 ? " (no array of four on the stack)"
-		 : mode == LL_SEG_END && !array ? " (no segment on the stack)"
-						: "",
+		 : mode == LL_SEG_END && !run.array
+			 ? " (no segment on the stack)"
+			 : "",
 		 WIFEXITED(status) && WEXITSTATUS(status) == LL_LANDED
 			 ? "protected memory changed where the call did not say"
 		 : WIFEXITED(status) && WEXITSTATUS(status) == LL_NOT_LINKED
@@ -410,7 +387,7 @@ static enum ll_round ll_round(enum ll_mode mode, unsigned nth, unsigned only,
 		 : WIFEXITED(status) && WEXITSTATUS(status) > 128
 			 ? "the victim died of a rewritten frame"
 			 : "held");
-	if (!attacked)
+	if (!run.attacked)
 		return LL_NO_MOMENT;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == LL_LANDED)
 		return LL_ROUND_LANDED;

@@ -16,8 +16,11 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -216,6 +219,135 @@ bool attack_race(void *addr, uint64_t v, void (*fn)(void *), void *arg,
 	__atomic_store_n(&r.stop, true, __ATOMIC_SEQ_CST);
 	pthread_join(t, NULL);
 	return r.landed || attack_load64(addr) == v;
+}
+
+/* ---- a victim traced at its system calls ---- */
+
+pid_t attack_trace_spawn(void (*setup)(void *arg), void (*victim)(void *arg),
+			 void *arg)
+{
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		attack_report(ATTACK_ERROR, "fork: %s", strerror(errno));
+	if (!pid) {
+		if (setup)
+			setup(arg);
+		ptrace(PTRACE_TRACEME, 0, 0, 0);
+		raise(SIGSTOP);
+		victim(arg);
+		_exit(ATTACK_TRACE_RETURNED);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status) ||
+	    ptrace(PTRACE_SETOPTIONS, pid, 0,
+		   PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL))
+		attack_report(ATTACK_ERROR, "cannot trace the victim: %s",
+			      strerror(errno));
+	return pid;
+}
+
+int attack_trace_syscalls(pid_t pid, attack_on_stop on_stop, void *arg)
+{
+	long req = PTRACE_SYSCALL;
+	int status, sig = 0;
+
+	for (;;) {
+		struct user_regs_struct regs;
+		enum attack_stop stop;
+
+		if (ptrace((enum __ptrace_request)req, pid, 0, sig) ||
+		    waitpid(pid, &status, 0) != pid)
+			attack_report(ATTACK_ERROR, "lost the victim: %s",
+				      strerror(errno));
+		if (!WIFSTOPPED(status))
+			return status;
+		sig = 0;
+		if (WSTOPSIG(status) == (SIGTRAP | 0x80)) {
+			ptrace(PTRACE_GETREGS, pid, 0, &regs);
+			/* x86-64: -ENOSYS in rax marks the entry */
+			stop = regs.rax == (unsigned long long)-ENOSYS
+				       ? ATTACK_STOP_ENTRY
+				       : ATTACK_STOP_EXIT;
+		} else if (WSTOPSIG(status) == SIGTRAP &&
+			   req == PTRACE_SINGLESTEP) {
+			ptrace(PTRACE_GETREGS, pid, 0, &regs);
+			stop = ATTACK_STOP_STEP;
+		} else {
+			sig = WSTOPSIG(status); /* delivered: SIGABRT too */
+			continue;
+		}
+		req = on_stop(pid, stop, &regs, arg);
+	}
+}
+
+uintptr_t attack_trace_peek(pid_t pid, const volatile void *addr)
+{
+	return (uintptr_t)ptrace(PTRACE_PEEKDATA, pid, (void *)addr, 0);
+}
+
+size_t attack_trace_read(pid_t pid, uintptr_t lo, uintptr_t hi, uint64_t *buf,
+			 size_t cap)
+{
+	struct iovec local, remote;
+	ssize_t got;
+
+	lo &= ~(uintptr_t)7;
+	if (hi <= lo)
+		return 0;
+	if ((hi - lo) / 8 < cap)
+		cap = (hi - lo) / 8;
+	local = (struct iovec){buf, cap * 8};
+	remote = (struct iovec){(void *)lo, cap * 8};
+	got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	return got < 0 ? 0 : (size_t)got / 8;
+}
+
+unsigned attack_trace_rewrite(pid_t pid, uintptr_t lo, uintptr_t hi,
+			      uintptr_t (*map)(uintptr_t v, void *arg),
+			      void *arg, unsigned only)
+{
+	enum { CHUNK = 512 };
+	uint64_t words[CHUNK];
+	unsigned done = 0, seen = 0;
+
+	for (lo &= ~(uintptr_t)7; lo < hi; lo += CHUNK * 8) {
+		size_t n = attack_trace_read(pid, lo, hi, words, CHUNK);
+
+		for (size_t i = 0; i < n; i++) {
+			uintptr_t to = map(words[i], arg);
+
+			if (to == words[i] || (only && ++seen != only))
+				continue;
+			if (!ptrace(PTRACE_POKEDATA, pid, (void *)(lo + i * 8),
+				    (void *)to))
+				done++;
+		}
+		if (n < CHUNK)
+			break;
+	}
+	return done;
+}
+
+struct move {
+	uintptr_t from, span, to;
+};
+
+static uintptr_t map_move(uintptr_t v, void *arg)
+{
+	const struct move *m = arg;
+
+	return v - m->from < m->span ? m->to + (v - m->from) : v;
+}
+
+unsigned attack_trace_move(pid_t pid, uintptr_t lo, uintptr_t hi,
+			   uintptr_t from, uintptr_t span, uintptr_t to)
+{
+	struct move m = {from, span, to};
+
+	return attack_trace_rewrite(pid, lo, hi, map_move, &m, 0);
 }
 
 /* ---- the library's private objects, from its ELF symbol table ---- */
