@@ -398,19 +398,29 @@ static inline __attribute__((always_inline)) void switch_on(const char *call,
 		 &flag_value[true], sizeof(bool));
 }
 
-/* Set whether the kernel's action for the request's signal is ours. */
+/* Whether the kernel's action for the request's signal is to be ours:
+ * SIGSEGV's always, another's when the program's is a function. From the
+ * table, at each use (@unwrap: not ours, the kernel refused it). */
+static inline __attribute__((always_inline)) bool wrap_wanted(bool unwrap)
+{
+	int sig = request_sig();
+
+	return !unwrap && (sig == SIGSEGV || is_function(program_slot(sig)));
+}
+
+/* Record whether the kernel's action for the request's signal is ours. */
 static inline __attribute__((always_inline)) void
-record_wrapped(const char *call, bool wrapped)
+record_wrapped(const char *call, bool unwrap)
 {
 	bool sealed;
 
 	signal_request_mine(call);
-	if (SV()->wrapped[request_sig()] == wrapped)
+	if (SV()->wrapped[request_sig()] == wrap_wanted(unwrap))
 		return;
 	sealed = sv_sealed_here(call);
 	signal_request_mine(call);
 	sv_write(call, sealed, &SV()->wrapped[request_sig()],
-		 &flag_value[wrapped], sizeof(bool));
+		 &flag_value[wrap_wanted(unwrap)], sizeof(bool));
 }
 
 #if defined(__x86_64__)
@@ -524,8 +534,7 @@ install_request(const char *call)
 	long err;
 
 	signal_request_mine(call);
-	record_wrapped(call, request_sig() == SIGSEGV ||
-				     is_function(program_slot(request_sig())));
+	record_wrapped(call, false);
 	signal_request_mine(call);
 	err = kernel_install(call);
 	if (!err)
@@ -773,7 +782,7 @@ static inline __attribute__((always_inline)) void take_over(int sig)
 	if (request_sig() == SIGSEGV)
 		rw_die("rare_write_init", NULL,
 		       "cannot install the signal %d handler", SIGSEGV);
-	record_wrapped("rare_write_init", false);
+	record_wrapped("rare_write_init", true);
 }
 
 /* fork(): the child takes a private copy of the vault, which it shares

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * attack_segments.c - scenarios 27x-27z and 28a-28c: what a write hands the
+ * attack_segments.c - scenarios 27x-27z and 28a-28e: what a write hands the
  * backend as segments, on its way from the caller's check to the stores.
  *
  * rare_list_add() checked the neighbours, then handed its four links to
@@ -50,6 +50,11 @@
  * 28c: as 28b, every word equal to the program's handler (wherever the
  * library copied the action: a buffer for the table's pwrite(2), the
  * action for the kernel) is pointed at the attacker's handler.
+ *
+ * 28d, 28e (a fresh review of f958dee): as 28b, every word equal to the
+ * library's entry point (what the kernel gets for a wrapped signal) or to
+ * the restorer the kernel's SIGSEGV action has is pointed at a function
+ * of the attacker's; landed when the kernel's action names it.
  *
  * Before list.c put the operation's nodes into the table and wrote each
  * link as a single write (commit 298f5ed's src/), 27x landed at the first
@@ -112,7 +117,12 @@ enum ll_mode {
 	LL_VALUE,
 	LL_SIGACTION,
 	LL_SIGHANDLER,
+	LL_SIGENTRY,
+	LL_SIGRESTORER,
 };
+/* 28d, 28e: the library's entry point for the kernel and the restorer the
+ * kernel has, as the attacker finds them (the same in each fork child). */
+static uintptr_t ll_entry, ll_restorer;
 /* 28a's node in the victim's writable memory, where a rewritten link
  * would lead readers. */
 static struct rare_list_head ll_fake;
@@ -141,6 +151,24 @@ extern int __sigaction(int sig, const struct sigaction *act,
 static const struct sigaction ll_good = {.sa_handler = ll_good_handler};
 static struct sigaction ll_evil_action = {.sa_handler = ll_evil_handler};
 
+static void ll_evil_info(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+}
+
+static void ll_evil_restorer(void)
+{
+}
+
+/* The rows that attack sigaction(). */
+static bool ll_sig_mode(enum ll_mode mode)
+{
+	return mode == LL_SIGACTION || mode == LL_SIGHANDLER ||
+	       mode == LL_SIGENTRY || mode == LL_SIGRESTORER;
+}
+
 static __attribute__((noinline)) void ll_call(enum ll_mode mode)
 {
 	uintptr_t sp;
@@ -150,7 +178,7 @@ static __attribute__((noinline)) void ll_call(enum ll_mode mode)
 	if (mode == LL_SEG_END) {
 		if (!rare_alloc(ll_pool, 64))
 			_exit(LL_NOT_LINKED);
-	} else if (mode == LL_SIGACTION || mode == LL_SIGHANDLER) {
+	} else if (ll_sig_mode(mode)) {
 		if (sigaction(SIGSEGV, &ll_good, NULL))
 			_exit(LL_NOT_LINKED);
 	} else {
@@ -175,14 +203,16 @@ static __attribute__((noreturn)) void ll_victim(void *arg)
 	ll_call(mode);
 	if (ll.target)
 		_exit(LL_LANDED);
-	if (mode == LL_SIGACTION || mode == LL_SIGHANDLER) {
+	if (ll_sig_mode(mode)) {
 		struct sigaction cur, kernel;
 
 		if (sigaction(SIGSEGV, NULL, &cur) ||
 		    __sigaction(SIGSEGV, NULL, &kernel))
 			_exit(LL_NOT_LINKED);
 		_exit(cur.sa_handler == ll_evil_handler ||
-				      kernel.sa_handler == ll_evil_handler
+				      kernel.sa_handler == ll_evil_handler ||
+				      kernel.sa_sigaction == ll_evil_info ||
+				      kernel.sa_restorer == ll_evil_restorer
 			      ? LL_LANDED
 			      : LL_HELD);
 	}
@@ -226,6 +256,20 @@ static uintptr_t ll_map_handler(uintptr_t v, void *arg)
 {
 	(void)arg;
 	return v == (uintptr_t)ll_good_handler ? (uintptr_t)ll_evil_handler : v;
+}
+
+/* 28d: the library's entry point, to a function of the attacker's. */
+static uintptr_t ll_map_entry(uintptr_t v, void *arg)
+{
+	(void)arg;
+	return v == ll_entry ? (uintptr_t)ll_evil_info : v;
+}
+
+/* 28e: the kernel's restorer, to a function of the attacker's. */
+static uintptr_t ll_map_restorer(uintptr_t v, void *arg)
+{
+	(void)arg;
+	return v == ll_restorer ? (uintptr_t)ll_evil_restorer : v;
 }
 
 /* 27y: into the helper's array (@arg, its end included), to the same
@@ -338,6 +382,12 @@ static long ll_stop(pid_t pid, enum attack_stop stop,
 	} else if (run->mode == LL_SIGHANDLER) {
 		run->rewritten = attack_trace_rewrite(pid, lo, sp_top,
 						      ll_map_handler, NULL, 0);
+	} else if (run->mode == LL_SIGENTRY) {
+		run->rewritten = attack_trace_rewrite(pid, lo, sp_top,
+						      ll_map_entry, NULL, 0);
+	} else if (run->mode == LL_SIGRESTORER) {
+		run->rewritten = attack_trace_rewrite(pid, lo, sp_top,
+						      ll_map_restorer, NULL, 0);
 	} else if (run->mode == LL_VALUE) {
 		run->rewritten = attack_trace_rewrite(pid, lo, sp_top,
 						      ll_map_value, NULL, 0);
@@ -411,6 +461,18 @@ static void ll_attack(enum ll_mode mode)
 
 	if (!r)
 		attack_report(ATTACK_ERROR, "the section has no region");
+	if (mode == LL_SIGENTRY || mode == LL_SIGRESTORER) {
+		struct sigaction k;
+
+		ll_entry = (uintptr_t)attack_lib_func("entry");
+		if (!ll_entry || __sigaction(SIGSEGV, NULL, &k) ||
+		    k.sa_sigaction !=
+			    (void (*)(int, siginfo_t *, void *))ll_entry)
+			attack_report(ATTACK_ERROR,
+				      "SIGSEGV's kernel action is not the "
+				      "library's entry()");
+		ll_restorer = (uintptr_t)k.sa_restorer;
+	}
 	for (unsigned i = 0; i < 4; i++)
 		ll_forged[i] = (struct rw_seg){.region = (struct rw_region *)r,
 					       .dst = &ll.target,
@@ -488,6 +550,23 @@ ATTACK("28c", sigaction_handler,
        "the call: the program's handler must be recorded and installed")
 {
 	ll_attack(LL_SIGHANDLER);
+}
+
+ATTACK("28d", sigaction_entry,
+       "the entry point `sigaction` gives the kernel for a wrapped signal "
+       "rewritten in the library's frames at each system call of the call "
+       "to a function of the attacker's: the kernel must get the library's")
+{
+	ll_attack(LL_SIGENTRY);
+}
+
+ATTACK("28e", sigaction_restorer,
+       "the restorer of the kernel's action rewritten in the library's "
+       "frames at each system call of `sigaction` to a function of the "
+       "attacker's: the kernel must keep a restorer of the library's or "
+       "the C library's")
+{
+	ll_attack(LL_SIGRESTORER);
 }
 
 ATTACK("27z", pool_segment_end,

@@ -141,5 +141,7 @@ const struct attack_expect attack_table[] = {
 	 * (attack_segments.c). */
 	{"28b", {B, B, B, B, B}},
 	{"28c", {B, B, B, B, B}},
+	{"28d", {B, B, B, B, B}},
+	{"28e", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);
