@@ -767,7 +767,7 @@ static void entry(int sig, siginfo_t *si, void *uc)
  */
 static inline __attribute__((always_inline)) void take_over(int sig)
 {
-	struct sv_kernel_action cur;
+	struct sv_kernel_action cur = {0};
 
 	if (sv.wrapped[sig] || kernel_action(sig, &cur) ||
 	    ((cur.flags & SA_SIGINFO) && cur.handler == (uintptr_t)entry))
