@@ -169,6 +169,11 @@ static __attribute__((noreturn)) void die_by(int sig)
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	sigset_t set;
 
+	/* Never one the library does not handle: glibc's SIGSETXID handler
+	 * makes a system call its writable memory names (a fresh review of
+	 * d9a7d4d). */
+	if (!wrappable(sig))
+		rw_die("signal", NULL, "signal number %d out of range", sig);
 	sigemptyset(&dfl.sa_mask);
 	__sigaction(sig, &dfl, NULL);
 	sigemptyset(&set);
@@ -229,19 +234,30 @@ static inline __attribute__((always_inline)) int request_sig(void)
 
 /* Block every signal (a handler on this thread must not find the lock
  * taken) and take the lock, inline. Returns the mask to restore. */
+static const uint64_t all_signals = ~SIG_LIBC_OWN;
+/* This thread holds signal_lock for fork() (sv_fork_prepare()): a handler
+ * run on it meanwhile (the fork handlers run with signals open) would wait
+ * for the lock forever, so it writes under that hold. Forged elsewhere, a
+ * thread writes without the lock, as with a forged lock word. */
+static RW_TLS_IE bool holds_for_fork;
+
 static inline __attribute__((always_inline)) uint64_t lock_signals(void)
 {
-	uint64_t all = ~SIG_LIBC_OWN, saved = 0;
+	uint64_t saved = 0;
 
-	rw_sys6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&saved,
-		sizeof(all), 0, 0);
-	rw_reglock_write(&signal_lock);
+	/* The set from read-only memory: one rewritten on the stack would
+	 * leave a handler free to take the lock on this thread. */
+	rw_sys6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all_signals, (long)&saved,
+		sizeof(all_signals), 0, 0);
+	if (!holds_for_fork)
+		rw_reglock_write(&signal_lock);
 	return saved;
 }
 
 static inline __attribute__((always_inline)) void unlock_signals(uint64_t saved)
 {
-	rw_reglock_write_unlock(&signal_lock);
+	if (!holds_for_fork)
+		rw_reglock_write_unlock(&signal_lock);
 	rw_sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&saved, 0, sizeof(saved),
 		0, 0);
 }
@@ -481,12 +497,36 @@ kernel_install(const char *call)
 		       sizeof(uint64_t), 0, 0);
 }
 
-/* The kernel's action for @sig, through the system call itself. */
+/*
+ * The kernel's action for @sig, through the system call itself, into
+ * registers: the kernel writes it below the red zone and the asm pops it
+ * at once, so no pointer to it waits anywhere (a fresh review of d9a7d4d:
+ * a pointer to take_over()'s buffer was kept on the stack across the
+ * loop's system calls). Only the instructions between the system call's
+ * return and the pops are left to a racing store. 0 or -errno.
+ */
 static inline __attribute__((always_inline)) long
 kernel_action(int sig, struct sv_kernel_action *k)
 {
-	return rw_sys6(SYS_rt_sigaction, sig, 0, (long)k, sizeof(uint64_t), 0,
-		       0);
+	uint64_t handler, flags, restorer, mask;
+	long ret = SYS_rt_sigaction;
+
+	__asm__ volatile("sub $160, %%rsp\n\t" /* red zone, and 32 bytes */
+			 "mov %%rsp, %%rdx\n\t"
+			 "xor %%esi, %%esi\n\t"
+			 "mov $8, %%r10d\n\t"
+			 "syscall\n\t"
+			 "pop %[h]\n\t"
+			 "pop %[f]\n\t"
+			 "pop %[r]\n\t"
+			 "pop %[m]\n\t"
+			 "add $128, %%rsp"
+			 : "+a"(ret), [h] "=&r"(handler), [f] "=&r"(flags),
+			   [r] "=&r"(restorer), [m] "=&r"(mask)
+			 : "D"((long)sig)
+			 : "rsi", "rdx", "r10", "rcx", "r11", "memory", "cc");
+	*k = (struct sv_kernel_action){handler, flags, restorer, mask};
+	return ret;
 }
 #else
 /* Elsewhere (the C fallback of rawsys.h) the C library's sigaction() makes
@@ -607,6 +647,8 @@ static __attribute__((noinline)) void reset_one_shot(int sig)
 	const struct sv_action *cur;
 	uint64_t saved;
 
+	if (!wrappable(sig))
+		rw_die("signal", NULL, "signal number %d out of range", sig);
 	if (foreign_process()) {
 		struct sigaction dfl = {.sa_handler = SIG_DFL};
 
@@ -635,6 +677,10 @@ static __attribute__((noinline)) void reset_one_shot(int sig)
  */
 static void call_program(int sig, siginfo_t *si, void *uc, bool fault)
 {
+	/* @sig indexes the table, and a number rewritten on its way here
+	 * must not name glibc's own signals. */
+	if (!wrappable(sig))
+		rw_die("signal", NULL, "signal number %d out of range", sig);
 	for (;;) {
 		const struct sv_action *a = program_slot(sig);
 
@@ -702,7 +748,15 @@ void rw_cs_release(void)
 
 	while ((d = rw_cs_deferred)) {
 		int sig = __builtin_ctzll(d) + 1;
-		struct sigaction sa = program_action(sig);
+		struct sigaction sa;
+
+		/* A word of this thread's: only a signal entry() deferred. */
+		if (!wrappable(sig))
+			rw_die("signal", NULL,
+			       "deferred signal %d is not one the library "
+			       "handles",
+			       sig);
+		sa = program_action(sig);
 		siginfo_t info = deferred_info[sig - 1];
 		sigset_t one, saved;
 		ucontext_t uc;
@@ -786,14 +840,19 @@ static inline __attribute__((always_inline)) void take_over(int sig)
 }
 
 /* fork(): the child takes a private copy of the vault, which it shares
- * with the parent until then. */
+ * with the parent until then. A wrapped one-shot handler (or one that
+ * calls signal()) run on the forking thread between the fork handlers
+ * waited for the lock forever (a fresh review of d9a7d4d): this thread's
+ * writers go on under fork's hold. */
 static void sv_fork_prepare(void)
 {
 	rw_reglock_write(&signal_lock);
+	holds_for_fork = true;
 }
 
 static void sv_fork_parent(void)
 {
+	holds_for_fork = false;
 	rw_reglock_write_unlock(&signal_lock);
 }
 
@@ -816,6 +875,7 @@ static void sv_fork_child(void)
 			       "child cannot protect the signal table: %s",
 			       strerror(-fd));
 	}
+	holds_for_fork = false;
 	__atomic_store_n(&signal_lock, 0, __ATOMIC_RELAXED);
 }
 
@@ -895,42 +955,58 @@ void rw_signal_activate(void)
 	unlock_signals(saved);
 }
 
+/* Where the action a call records comes from. */
+enum action_source {
+	FROM_ACT,    /* the program's struct, read once the lock is held */
+	FROM_VALUES, /* the interposer's arguments, in registers */
+	FROM_NONE,   /* a query */
+	FROM_TABLE_RESTART,    /* the action in force, SA_RESTART on */
+	FROM_TABLE_NO_RESTART, /* the action in force, SA_RESTART off */
+};
+
 /*
- * @act is touched first (a bad pointer faults there, where the library's
- * report names it), and read once the lock is held, into registers that
- * reach the request with no function call between: values read before
- * the lock would wait for it in this frame. The rest of the call works
- * from the request. @old receives the table's action for a signal the
- * library wraps, else the kernel's (the C library's own handlers, such
- * as system()'s, go to the kernel around this function).
+ * The one path of sigaction() and every interposer, for a signal the
+ * library wraps: the action goes into the request, under the lock, from
+ * registers (@from: the program's @act is read only once the lock is
+ * held, into registers that reach the request with no function call
+ * between; an interposer's @handler, @mask and @flags are its arguments,
+ * never a struct in its frame, which a store rewrote across the lock: a
+ * fresh review of d9a7d4d). The rest of the call works from the request.
+ * @old receives the table's action for a signal the library wraps, else
+ * the kernel's (the C library's own handlers, such as system()'s, go to
+ * the kernel around this function).
  */
-__attribute__((visibility("default"))) int
-sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+static inline __attribute__((always_inline)) int
+change_action(const char *call, int sig, enum action_source from,
+	      const struct sigaction *act, uint64_t handler, uint64_t mask,
+	      int flags, struct sigaction *old)
 {
-	uint64_t saved;
+	uint64_t saved = lock_signals();
 	int err = 0;
 
-	if (!should_wrap(sig))
-		return __sigaction(sig, act, old);
-	if (act)
-		(void)*(const volatile int *)&act->sa_flags;
-	saved = lock_signals();
-	if (act)
-		signal_request_put("sigaction", sig, true,
-				   (uintptr_t)act->sa_sigaction,
-				   act->sa_mask.__val[0], act->sa_flags);
-	else
-		signal_request_put("sigaction", sig, false, 0, 0, 0);
-	if (!should_wrap(request_sig())) {
-		struct sigaction k = sigaction_of(request_action());
+	if (from == FROM_ACT) {
+		handler = (uintptr_t)act->sa_sigaction;
+		mask = act->sa_mask.__val[0];
+		flags = act->sa_flags;
+	} else if (from == FROM_TABLE_RESTART ||
+		   from == FROM_TABLE_NO_RESTART) {
+		const struct sv_action *a = program_slot(sig);
 
-		err = __sigaction(
-			request_sig(),
-			SIG_REQUEST(sig_flags) & SIG_REQUEST_ACT ? &k : NULL,
-			old);
-		unlock_signals(saved);
-		return err;
+		handler = a->handler;
+		mask = a->mask;
+		flags = (int)(uint32_t)a->sig_flags;
+		if (from == FROM_TABLE_RESTART)
+			flags |= SA_RESTART;
+		else
+			flags &= ~SA_RESTART;
 	}
+	signal_request_put(call, sig, from != FROM_NONE, handler, mask, flags);
+	/* It was, before the lock: only a request of another writer's (a
+	 * forged lock) names a signal not to wrap now. */
+	if (!should_wrap(request_sig()))
+		rw_die(call, &sv,
+		       "another thread's signal change replaced this one "
+		       "(a store released the signal lock?)");
 	if (old) {
 		int s = request_sig();
 
@@ -940,28 +1016,62 @@ sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 			err = __sigaction(s, NULL, old);
 	}
 	if (!err && (SIG_REQUEST(sig_flags) & SIG_REQUEST_ACT)) {
-		record_request("sigaction");
-		err = install_request("sigaction");
+		record_request(call);
+		err = install_request(call);
 	}
-	signal_request_mine("sigaction");
+	signal_request_mine(call);
 	unlock_signals(saved);
 	return err;
 }
 
-static sighandler_t set_handler(int sig, sighandler_t h, int flags)
+/* @act is touched first: a bad pointer faults there, where the library's
+ * report names it, not with every signal blocked. */
+__attribute__((visibility("default"))) int
+sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	struct sigaction sa = {.sa_handler = h, .sa_flags = flags}, old;
+	if (!should_wrap(sig))
+		return __sigaction(sig, act, old);
+	if (!act)
+		return change_action("sigaction", sig, FROM_NONE, NULL, 0, 0, 0,
+				     old);
+	(void)*(const volatile int *)&act->sa_flags;
+	return change_action("sigaction", sig, FROM_ACT, act, 0, 0, 0, old);
+}
+
+/* @h for @sig with @flags and the mask they imply, through the one path
+ * (its arguments in registers) or, for a signal the library does not
+ * wrap, the C library's. Returns the previous handler. */
+static inline __attribute__((always_inline)) sighandler_t
+set_handler_as(const char *call, int sig, sighandler_t h, int flags,
+	       uint64_t mask)
+{
+	struct sigaction old;
 
 	if (h == SIG_ERR || !wrappable(sig)) {
 		errno = EINVAL;
 		return SIG_ERR;
 	}
-	sigemptyset(&sa.sa_mask);
-	if (!(flags & SA_NODEFER))
-		sigaddset(&sa.sa_mask, sig);
-	if (sigaction(sig, &sa, &old))
+	if (!should_wrap(sig)) {
+		struct sigaction sa = {.sa_handler = h, .sa_flags = flags};
+
+		sigemptyset(&sa.sa_mask);
+		sa.sa_mask.__val[0] = mask;
+		if (__sigaction(sig, &sa, &old))
+			return SIG_ERR;
+		return old.sa_handler;
+	}
+	if (change_action(call, sig, FROM_VALUES, NULL, (uintptr_t)h, mask,
+			  flags, &old))
 		return SIG_ERR;
 	return old.sa_handler;
+}
+
+static sighandler_t set_handler(int sig, sighandler_t h, int flags)
+{
+	uint64_t self = sig > 0 && sig <= 64 ? 1ULL << (sig - 1) : 0;
+
+	return set_handler_as("signal", sig, h, flags,
+			      flags & SA_NODEFER ? 0 : self);
 }
 
 /* glibc's signal() has BSD semantics: persistent, restarting, masked. */
@@ -994,14 +1104,8 @@ __sysv_signal(int sig, sighandler_t h)
 /* System V's sigignore(): SIG_IGN, empty mask, no flags. */
 __attribute__((visibility("default"))) int sigignore(int sig)
 {
-	struct sigaction sa = {.sa_handler = SIG_IGN};
-
-	if (!wrappable(sig)) {
-		errno = EINVAL;
-		return -1;
-	}
-	sigemptyset(&sa.sa_mask);
-	return sigaction(sig, &sa, NULL);
+	return set_handler_as("sigignore", sig, SIG_IGN, 0, 0) == SIG_ERR ? -1
+									  : 0;
 }
 
 /* siginterrupt(): SA_RESTART off (@flag) or on in the current action, so
@@ -1014,13 +1118,22 @@ __attribute__((visibility("default"))) int siginterrupt(int sig, int flag)
 		errno = EINVAL;
 		return -1;
 	}
-	if (sigaction(sig, NULL, &sa))
+	/* A wrapped signal: read and written back under one hold of the
+	 * lock, from the table, never from a copy in this frame. */
+	if (should_wrap(sig))
+		return flag ? change_action("siginterrupt", sig,
+					    FROM_TABLE_NO_RESTART, NULL, 0, 0,
+					    0, NULL)
+			    : change_action("siginterrupt", sig,
+					    FROM_TABLE_RESTART, NULL, 0, 0, 0,
+					    NULL);
+	if (__sigaction(sig, NULL, &sa))
 		return -1;
 	if (flag)
 		sa.sa_flags &= ~SA_RESTART;
 	else
 		sa.sa_flags |= SA_RESTART;
-	return sigaction(sig, &sa, NULL);
+	return __sigaction(sig, &sa, NULL);
 }
 
 /* ssignal() is glibc's other name for signal(). */
@@ -1038,7 +1151,7 @@ __attribute__((visibility("default"))) sighandler_t ssignal(int sig,
 __attribute__((visibility("default"))) sighandler_t sigset(int sig,
 							   sighandler_t h)
 {
-	struct sigaction sa = {.sa_handler = h}, old;
+	struct sigaction old;
 	sigset_t one, was;
 
 	if (h == SIG_ERR || !wrappable(sig)) {
@@ -1056,8 +1169,8 @@ __attribute__((visibility("default"))) sighandler_t sigset(int sig,
 			return SIG_ERR;
 		return old.sa_handler;
 	}
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(sig, &sa, &old) || sigprocmask(SIG_UNBLOCK, &one, &was))
+	old.sa_handler = set_handler_as("sigset", sig, h, 0, 0);
+	if (old.sa_handler == SIG_ERR || sigprocmask(SIG_UNBLOCK, &one, &was))
 		return SIG_ERR;
 	return sigismember(&was, sig) ? SIG_HOLD : old.sa_handler;
 }

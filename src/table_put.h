@@ -69,7 +69,8 @@ rw_vault_put4(int fd, long off, uint64_t *at, uint64_t w0, uint64_t w1,
 {
 	long bad;
 
-	/* @fd first: as a memory operand it may be addressed from %rsp. */
+	/* @fd in a register (a memory operand let clang reload it from
+	 * its stack: a fresh review of d9a7d4d), moved first all the same. */
 	__asm__ volatile("mov %[fd], %%edi\n\t"
 			 "sub $128, %%rsp\n\t" /* the red zone */
 			 "push %[w3]\n\t"
@@ -96,7 +97,7 @@ rw_vault_put4(int fd, long off, uint64_t *at, uint64_t w0, uint64_t w1,
 			 "1:\tmov $1, %%eax\n"
 			 "2:"
 			 : "=&a"(bad)
-			 : [fd] "rm"(fd), [at] "r"(at), [off] "r"(off),
+			 : [fd] "r"(fd), [at] "r"(at), [off] "r"(off),
 			   [w0] "r"(w0), [w1] "r"(w1), [w2] "r"(w2),
 			   [w3] "r"(w3), [nr] "i"(SYS_pwrite64)
 			 : "rdi", "rsi", "rdx", "r10", "rcx", "r11", "memory",

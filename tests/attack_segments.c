@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * attack_segments.c - scenarios 27x-27z and 28a-28e: what a write hands the
+ * attack_segments.c - scenarios 27x-27z and 28a-28f: what a write hands the
  * backend as segments, on its way from the caller's check to the stores.
  *
  * rare_list_add() checked the neighbours, then handed its four links to
@@ -50,6 +50,9 @@
  * 28c: as 28b, every word equal to the program's handler (wherever the
  * library copied the action: a buffer for the table's pwrite(2), the
  * action for the kernel) is pointed at the attacker's handler.
+ *
+ * 28f (a fresh review of d9a7d4d): as 28c, through signal(), whose
+ * action the interposer built in its own frame.
  *
  * 28d, 28e (a fresh review of f958dee): as 28b, every word equal to the
  * library's entry point (what the kernel gets for a wrapped signal) or to
@@ -119,6 +122,7 @@ enum ll_mode {
 	LL_SIGHANDLER,
 	LL_SIGENTRY,
 	LL_SIGRESTORER,
+	LL_SIGNAL,
 };
 /* 28d, 28e: the library's entry point for the kernel and the restorer the
  * kernel has, as the attacker finds them (the same in each fork child). */
@@ -166,7 +170,8 @@ static void ll_evil_restorer(void)
 static bool ll_sig_mode(enum ll_mode mode)
 {
 	return mode == LL_SIGACTION || mode == LL_SIGHANDLER ||
-	       mode == LL_SIGENTRY || mode == LL_SIGRESTORER;
+	       mode == LL_SIGENTRY || mode == LL_SIGRESTORER ||
+	       mode == LL_SIGNAL;
 }
 
 static __attribute__((noinline)) void ll_call(enum ll_mode mode)
@@ -177,6 +182,9 @@ static __attribute__((noinline)) void ll_call(enum ll_mode mode)
 	ll_victim_sp = sp; /* the callees' frames are below */
 	if (mode == LL_SEG_END) {
 		if (!rare_alloc(ll_pool, 64))
+			_exit(LL_NOT_LINKED);
+	} else if (mode == LL_SIGNAL) {
+		if (signal(SIGSEGV, ll_good_handler) == SIG_ERR)
 			_exit(LL_NOT_LINKED);
 	} else if (ll_sig_mode(mode)) {
 		if (sigaction(SIGSEGV, &ll_good, NULL))
@@ -379,7 +387,7 @@ static long ll_stop(pid_t pid, enum attack_stop stop,
 	} else if (run->mode == LL_SIGACTION) {
 		run->rewritten = attack_trace_rewrite(pid, lo, sp_top,
 						      ll_map_action, NULL, 0);
-	} else if (run->mode == LL_SIGHANDLER) {
+	} else if (run->mode == LL_SIGHANDLER || run->mode == LL_SIGNAL) {
 		run->rewritten = attack_trace_rewrite(pid, lo, sp_top,
 						      ll_map_handler, NULL, 0);
 	} else if (run->mode == LL_SIGENTRY) {
@@ -567,6 +575,14 @@ ATTACK("28e", sigaction_restorer,
        "the C library's")
 {
 	ll_attack(LL_SIGRESTORER);
+}
+
+ATTACK("28f", signal_handler,
+       "the handler `signal` records rewritten in the library's frames at "
+       "each system call of the call (the interposer's own action among "
+       "them): the program's handler must be recorded and installed")
+{
+	ll_attack(LL_SIGNAL);
 }
 
 ATTACK("27z", pool_segment_end,

@@ -143,5 +143,6 @@ const struct attack_expect attack_table[] = {
 	{"28c", {B, B, B, B, B}},
 	{"28d", {B, B, B, B, B}},
 	{"28e", {B, B, B, B, B}},
+	{"28f", {B, B, B, B, B}},
 };
 const size_t attack_table_len = sizeof(attack_table) / sizeof(attack_table[0]);

@@ -566,6 +566,56 @@ static void map_while_forking(void *arg)
 	CHECK(step != MAP_FORK_WRITE || pair[0] == 5);
 }
 
+/*
+ * A wrapped one-shot handler runs on the forking thread while fork() runs
+ * its handlers (the program's prepare handler raises the signal; it was
+ * registered before init, so it runs after the library's, which holds the
+ * signal table's lock): its reset writes the table. It waited for the lock
+ * forever (a fresh review of d9a7d4d). The parent's timer kills a hang.
+ */
+static volatile sig_atomic_t oneshot_ran;
+
+static void oneshot(int sig)
+{
+	(void)sig;
+	oneshot_ran = 1;
+}
+
+static void raise_segv(void)
+{
+	raise(SIGSEGV);
+}
+
+static void fork_with_oneshot(void *unused)
+{
+	struct sigaction sa = {.sa_handler = oneshot, .sa_flags = SA_RESETHAND};
+	pid_t pid;
+
+	(void)unused;
+	CHECK(pthread_atfork(raise_segv, NULL, NULL) == 0);
+	init();
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGSEGV, &sa, NULL) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid)
+		_exit(0);
+	CHECK(waitpid(pid, NULL, 0) == pid);
+	CHECK(oneshot_ran);
+	CHECK(sigaction(SIGSEGV, NULL, &sa) == 0);
+	CHECK(sa.sa_handler == SIG_DFL);
+}
+
+TEST(fork_one_shot_signal_in_fork_handlers, EXPECT_PASS)
+{
+	int status = run_in_child_timed(fork_with_oneshot, NULL, NULL, 0);
+
+	if (status != CHILD_OK)
+		fprintf(stderr, "status %#x%s\n", status,
+			status == -1 ? " (hung in fork())" : "");
+	CHECK(status == CHILD_OK);
+}
+
 TEST(fork_while_another_thread_maps, EXPECT_PASS)
 {
 	static const char *const steps[] = {"unmap", "write, unmap",
