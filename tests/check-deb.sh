@@ -69,7 +69,7 @@ failed() {
 # (gone with the build, nothing to unmount on any exit path), a PID
 # namespace, and no network for the build itself.
 root=$out/chroot
-# The .debs cache check-fresh's debootstrap fills (tests/check-fresh.sh).
+# The .debs cache check-fresh's debootstrap shares (tests/check-fresh.sh).
 debs=/var/cache/rarewrite-debootstrap
 mkdir -p "$debs"
 step "debootstrap --variant=buildd $suite (log: $B/deb/debootstrap.log)"
