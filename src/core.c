@@ -1591,6 +1591,7 @@ static void fork_prepare(void)
 		       "the list lock?)");
 	pthread_mutex_lock(&nested_lock);
 	FOR_EACH_FORK_HOOK(fork_prepare);
+	rw_signal_fork_prepare();
 	if (pipe2(p, O_CLOEXEC))
 		p[0] = p[1] = -1;
 	TABLE_SET(rw_table.fork_tid, this_tid());
@@ -1610,6 +1611,7 @@ static void fork_parent(void)
 	}
 	TABLE_SET(rw_table.fork_pipe[0], -1);
 	TABLE_SET(rw_table.fork_pipe[1], -1);
+	rw_signal_fork_parent(); /* the child has copied the signal table */
 	FOR_EACH_FORK_HOOK(fork_parent);
 	pthread_mutex_unlock(&nested_lock);
 	rw_reglock_write_unlock(&rw_list_lock);
@@ -1675,6 +1677,7 @@ static void fork_child(void)
 		rw_table.nested[0] = (struct nested_window){this_tid(), extra};
 		rw_table.nr_nested = 1;
 	}
+	rw_signal_fork_child();
 	/* Copies taken: the parent may go on. */
 	if (rw_table.fork_pipe[0] >= 0) {
 		close(rw_table.fork_pipe[0]);

@@ -483,5 +483,11 @@ RW_HIDDEN int32_t rw_fork_tid(void);
 /* signal.c: the depth a handler left by siglongjmp had cleared (0 if
  * none), once: rare_write_end() then closes that window. */
 RW_HIDDEN unsigned rw_signal_left_depth(void);
+/* signal.c: fork()'s part of the signal table, from core.c's fork
+ * handlers: the prepare one last (signal_lock after the core's locks), the
+ * child's before the child lets the parent go on, the parent's after. */
+RW_HIDDEN void rw_signal_fork_prepare(void);
+RW_HIDDEN void rw_signal_fork_parent(void);
+RW_HIDDEN void rw_signal_fork_child(void);
 
 #endif /* RAREWRITE_INTERNAL_H */

@@ -113,12 +113,16 @@ static bool wrappable(int sig)
  * clone) shares the parent's table: its actions are its own business and
  * go straight to the kernel, never into the parent's table.
  */
-static bool foreign_process(void)
+static inline __attribute__((always_inline)) bool foreign_process(void)
 {
 	return sv.fd >= 0 && sv.pid != rw_sys(SYS_getpid, 0, 0, 0);
 }
 
-static bool should_wrap(int sig)
+/* Inlined: @sig stays in the register it is in through the inline
+ * getpid(2), not saved in a frame of its own (a fresh review of
+ * e13c7a3: rewritten there, sigaction() recorded the action for another
+ * signal). */
+static inline __attribute__((always_inline)) bool should_wrap(int sig)
 {
 	return wrappable(sig) &&
 	       ((sig == SIGSEGV && sv.wrap_segv) || sv.wrap_all) &&
@@ -154,19 +158,49 @@ static struct sigaction program_action(int sig)
 	return sigaction_of(program_slot(sig));
 }
 
+/* The kernel's rule: 0 and 1 are the default and "ignore" whatever the
+ * flags say (SA_SIGINFO with SIG_IGN called address 1 before). */
 static bool is_function(const struct sv_action *a)
 {
-	void (*h)(int) = (void (*)(int))(uintptr_t)a->handler;
+	return a->handler != (uintptr_t)SIG_DFL &&
+	       a->handler != (uintptr_t)SIG_IGN;
+}
 
-	return ((uint32_t)a->sig_flags & SA_SIGINFO)
-		       ? h != NULL
-		       : h != SIG_DFL && h != SIG_IGN;
+/* Signals whose default action is to be ignored, or to stop. */
+static bool default_ignores(int sig)
+{
+	return sig == SIGCHLD || sig == SIGCONT || sig == SIGURG ||
+	       sig == SIGWINCH;
+}
+
+static bool default_stops(int sig)
+{
+	return sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+/* The kernel's default action, from read-only memory: glibc's sigaction()
+ * copies the action onto its stack, where a store before the system call
+ * installed a handler the tgkill(2) of die_by() then ran (a fresh review
+ * of e13c7a3). */
+static const struct sv_kernel_action default_action;
+
+static void kernel_default(int sig)
+{
+#if RW_RAWSYS_INLINE
+	rw_sys6(SYS_rt_sigaction, sig, (long)&default_action, 0,
+		sizeof(uint64_t), 0, 0);
+#else
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+
+	(void)default_action;
+	sigemptyset(&dfl.sa_mask);
+	__sigaction(sig, &dfl, NULL);
+#endif
 }
 
 /* Die by @sig with the default action: unblock it, send it to ourselves. */
 static __attribute__((noreturn)) void die_by(int sig)
 {
-	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	sigset_t set;
 
 	/* Never one the library does not handle: glibc's SIGSETXID handler
@@ -174,8 +208,7 @@ static __attribute__((noreturn)) void die_by(int sig)
 	 * d9a7d4d). */
 	if (!wrappable(sig))
 		rw_die("signal", NULL, "signal number %d out of range", sig);
-	sigemptyset(&dfl.sa_mask);
-	__sigaction(sig, &dfl, NULL);
+	kernel_default(sig);
 	sigemptyset(&set);
 	sigaddset(&set, sig);
 	for (;;) {
@@ -623,7 +656,7 @@ run_from_vault(int sig, siginfo_t *si, void *uc, unsigned replaced)
 		void (*fn)(int, siginfo_t *, void *) =
 			(void (*)(int, siginfo_t *, void *))handler;
 
-		if (!fn)
+		if (!fn || handler == (uintptr_t)SIG_IGN)
 			return false;
 		fn(sig, si, uc);
 	} else {
@@ -690,6 +723,15 @@ static void call_program(int sig, siginfo_t *si, void *uc, bool fault)
 			 * action on it). */
 			if (a->handler == (uintptr_t)SIG_IGN && !fault)
 				return;
+			/* The default of a sent signal may be to ignore it
+			 * or to stop: die_by() would wait for ever. */
+			if (!fault && default_ignores(sig))
+				return;
+			if (!fault && default_stops(sig)) {
+				rw_sys(SYS_kill, rw_sys(SYS_getpid, 0, 0, 0),
+				       SIGSTOP, 0);
+				return;
+			}
 			die_by(sig);
 		}
 		if (!((uint32_t)a->sig_flags & SA_RESETHAND)) {
@@ -726,6 +768,9 @@ static void defer(int sig, siginfo_t *si, ucontext_t *uc)
 {
 	sigset_t one;
 
+	/* @sig indexes this thread's deferred_info. */
+	if (!wrappable(sig))
+		rw_die("signal", NULL, "signal number %d out of range", sig);
 	sigemptyset(&one);
 	sigaddset(&one, sig);
 	pthread_sigmask(SIG_BLOCK, &one, NULL); /* SA_NODEFER: not yet */
@@ -840,23 +885,27 @@ static inline __attribute__((always_inline)) void take_over(int sig)
 }
 
 /* fork(): the child takes a private copy of the vault, which it shares
- * with the parent until then. A wrapped one-shot handler (or one that
- * calls signal()) run on the forking thread between the fork handlers
- * waited for the lock forever (a fresh review of d9a7d4d): this thread's
- * writers go on under fork's hold. */
-static void sv_fork_prepare(void)
+ * with the parent until then. Called by core.c's fork handlers: the lock
+ * is taken last and released only once the child has copied the vault
+ * (with fork handlers of its own, the parent's were run before core.c's
+ * wait for the child, and a sigaction() of another thread wrote the
+ * vault while the child copied it: a fresh review of e13c7a3). A wrapped
+ * one-shot handler (or one that calls signal()) run on the forking thread
+ * between the fork handlers waited for the lock forever (a fresh review of
+ * d9a7d4d): this thread's writers go on under fork's hold. */
+void rw_signal_fork_prepare(void)
 {
 	rw_reglock_write(&signal_lock);
 	holds_for_fork = true;
 }
 
-static void sv_fork_parent(void)
+void rw_signal_fork_parent(void)
 {
 	holds_for_fork = false;
 	rw_reglock_write_unlock(&signal_lock);
 }
 
-static void sv_fork_child(void)
+void rw_signal_fork_child(void)
 {
 	/* The kernel's word again: a descriptor stored into the table before
 	 * its seal must not make the child copy it into a vault. */
@@ -914,10 +963,6 @@ static int sv_seal(const char *call)
 		sv.pid = 0; /* pristine again: a later seal may retry */
 		return err;
 	}
-	err = -pthread_atfork(sv_fork_prepare, sv_fork_parent, sv_fork_child);
-	if (err)
-		rw_die("rare_write_init", &sv,
-		       "cannot protect the signal table: %s", strerror(-err));
 	return 0;
 }
 

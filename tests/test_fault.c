@@ -237,6 +237,20 @@ TEST(fault_sigaction_reports_program_action, EXPECT_PASS)
 		     "by pc fault_store_fn+0x");
 }
 
+/* The kernel's rule: a handler of 1 is SIG_IGN whatever the flags say; the
+ * library called address 1 for {SIG_IGN, SA_SIGINFO} (a fresh review of
+ * e13c7a3). */
+TEST(fault_ignored_with_siginfo_is_ignored, EXPECT_PASS)
+{
+	struct sigaction sa = {.sa_handler = SIG_IGN, .sa_flags = SA_SIGINFO};
+
+	sigemptyset(&sa.sa_mask);
+	init();
+	CHECK(sigaction(SIGSEGV, &sa, NULL) == 0);
+	CHECK(kill(getpid(), SIGSEGV) == 0);
+	CHECK(raise(SIGSEGV) == 0);
+}
+
 /* Handlers of other signals keep working, and may read protected data
  * (on pkey they start with reads denied: the library's entry opens them). */
 static volatile sig_atomic_t usr1_seen;

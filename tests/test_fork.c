@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include <rarewrite/list.h>
 
@@ -613,6 +614,85 @@ TEST(fork_one_shot_signal_in_fork_handlers, EXPECT_PASS)
 	if (status != CHILD_OK)
 		fprintf(stderr, "status %#x%s\n", status,
 			status == -1 ? " (hung in fork())" : "");
+	CHECK(status == CHILD_OK);
+}
+
+/*
+ * Another thread changes a signal action while fork() runs: the child's
+ * table must be the one at fork, not the one the parent wrote while the
+ * child was still copying (a fresh review of e13c7a3: the signal table's
+ * lock was let go before the parent waited for the child's copies). The
+ * child's own fork handler, registered before init so that it runs before
+ * the library's, holds the copy off for 200 ms.
+ */
+static volatile int fork_started;
+
+static void handler_at_fork(int sig)
+{
+	(void)sig;
+}
+
+static void handler_after_fork(int sig)
+{
+	(void)sig;
+}
+
+static void mark_forking(void)
+{
+	__atomic_store_n(&fork_started, 1, __ATOMIC_RELEASE);
+}
+
+static void slow_child_copy(void)
+{
+	struct timespec t = {0, 200000000};
+
+	nanosleep(&t, NULL);
+}
+
+static void *change_during_fork(void *unused)
+{
+	(void)unused;
+	while (!__atomic_load_n(&fork_started, __ATOMIC_ACQUIRE))
+		;
+	signal(SIGSEGV, handler_after_fork);
+	return NULL;
+}
+
+static void fork_while_changing_action(void *unused)
+{
+	struct sigaction sa = {.sa_handler = handler_at_fork};
+	pthread_t t;
+	pid_t pid;
+	int status;
+
+	(void)unused;
+	CHECK(pthread_atfork(mark_forking, NULL, slow_child_copy) == 0);
+	init();
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGSEGV, &sa, NULL) == 0);
+	CHECK(pthread_create(&t, NULL, change_during_fork, NULL) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		if (sigaction(SIGSEGV, NULL, &sa))
+			_exit(2);
+		_exit(sa.sa_handler == handler_at_fork ? 0 : 3);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fprintf(stderr,
+			"child: status %#x (3: the parent's later "
+			"action)\n",
+			status);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+}
+
+TEST(fork_child_signal_table_is_the_one_at_fork, EXPECT_PASS)
+{
+	int status =
+		run_in_child_timed(fork_while_changing_action, NULL, NULL, 0);
+
 	CHECK(status == CHILD_OK);
 }
 
