@@ -683,9 +683,7 @@ static __attribute__((noinline)) void reset_one_shot(int sig)
 	if (!wrappable(sig))
 		rw_die("signal", NULL, "signal number %d out of range", sig);
 	if (foreign_process()) {
-		struct sigaction dfl = {.sa_handler = SIG_DFL};
-
-		__sigaction(sig, &dfl, NULL);
+		kernel_default(sig);
 		return;
 	}
 	/* Not inlined: @sig stays in the register it came in, through the
