@@ -24,8 +24,11 @@
  * it "read yes, write no" before the program's code runs. Signals the
  * library does not wrap go straight to the C library.
  *
- * The real sigaction is glibc's __sigaction, exported under that name by
- * both libc.so and libc.a (sigaction itself is a weak alias there).
+ * The library's own actions go to the kernel with rt_sigaction(2) itself,
+ * from the table (kernel_install()); the C library's sigaction is glibc's
+ * __sigaction, exported under that name by both libc.so and libc.a
+ * (sigaction itself is a weak alias there), for the signals the library
+ * does not wrap.
  */
 #define _GNU_SOURCE
 #include <errno.h>
