@@ -882,6 +882,14 @@ void attack_check(const struct attack *a)
 	 * pwrite(2)): 27w landed there in 4 of 4 runs on pwrite, shadow,
 	 * mprotect and process, unmap's last table write; the -O2 build
 	 * held 3 of 3). */
+	/* 28f: signal()'s handler goes from its argument register through
+	 * the inline lock to the signal request; the ASan build keeps it in
+	 * a stack slot across rt_sigprocmask(2) (28f landed at the first
+	 * system call on every backend under make check-asan on f9485f0;
+	 * the -O2 build and the Debian build held). */
+	if (sanitized_build() && !strcmp(a->id, "28f"))
+		SKIP("signal()'s handler stays in a register through the "
+		     "signal lock only without -fsanitize=address");
 	if (sanitized_build() && !strcmp(a->id, "27w"))
 		SKIP("a table write's offset stays in registers only without "
 		     "-fsanitize=address");
