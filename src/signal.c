@@ -268,15 +268,15 @@ static inline __attribute__((always_inline)) int request_sig(void)
 	return (int)((SIG_REQUEST(sig_flags) >> 32) & 0x7f);
 }
 
-/* Block every signal (a handler on this thread must not find the lock
- * taken) and take the lock, inline. Returns the mask to restore. */
 static const uint64_t all_signals = ~SIG_LIBC_OWN;
-/* This thread holds signal_lock for fork() (sv_fork_prepare()): a handler
- * run on it meanwhile (the fork handlers run with signals open) would wait
- * for the lock forever, so it writes under that hold. Forged elsewhere, a
+/* This thread holds signal_lock for fork() (rw_signal_fork_prepare()): a
+ * handler run on it meanwhile (the fork handlers run with signals open) would
+ * wait for the lock forever, so it writes under that hold. Forged elsewhere, a
  * thread writes without the lock, as with a forged lock word. */
 static RW_TLS_IE bool holds_for_fork;
 
+/* Block every signal (a handler on this thread must not find the lock
+ * taken) and take the lock, inline. Returns the mask to restore. */
 static inline __attribute__((always_inline)) uint64_t lock_signals(void)
 {
 	uint64_t saved = 0;
@@ -307,15 +307,14 @@ static inline __attribute__((always_inline)) void
 signal_request_put(const char *call, int sig, bool act, uint64_t handler,
 		   uint64_t mask, int flags)
 {
-	uint64_t sig_flags = (uint64_t)(sig & 0x7f) << 32 | (uint32_t)flags;
+	uint64_t sig_flags = (uint64_t)(sig & 0x7f) << 32;
 
 	if (act)
-		sig_flags |= SIG_REQUEST_ACT;
+		sig_flags |= SIG_REQUEST_ACT | (uint32_t)flags;
 	else
-		handler = mask = sig_flags = (uint64_t)(sig & 0x7f) << 32;
+		handler = mask = 0;
 	if (!rw_table_put4(&rw_table.signal_request.caller, rw_request_caller(),
-			   act ? handler : 0, act ? mask & ~SIG_LIBC_OWN : 0,
-			   sig_flags)) {
+			   handler, mask & ~SIG_LIBC_OWN, sig_flags)) {
 		rw_reglock_write_unlock(&signal_lock);
 		rw_die(call, NULL,
 		       "the action changed on its way to the signal table (a "
@@ -398,6 +397,14 @@ sv_write(const char *call, bool sealed, void *dst, const void *src, size_t len)
 		       "wrote (a store into them on their way?)");
 }
 
+/* The slot of @sig's actions not in force: the one a writer fills. */
+static inline __attribute__((always_inline)) uint64_t slot_not_in_force(int sig)
+{
+	return (__atomic_load_n(&SV()->actions[sig].idx, __ATOMIC_RELAXED) +
+		1) &
+	       1;
+}
+
 /*
  * Make the request's action its signal's, unless it is in force already:
  * the slot not in force, then the index (a handler reads one whole action
@@ -418,18 +425,13 @@ record_request(const char *call)
 	sealed = sv_sealed_here(call);
 	signal_request_mine(call);
 	sig = request_sig();
-	next = (__atomic_load_n(&SV()->actions[sig].idx, __ATOMIC_RELAXED) +
-		1) &
-	       1;
-	slot = &SV()->actions[sig].slot[next];
+	slot = &SV()->actions[sig].slot[slot_not_in_force(sig)];
 	sv_write(call, sealed, slot, request_action(), sizeof(*slot));
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	sealed = sv_sealed_here(call);
 	signal_request_mine(call);
 	sig = request_sig();
-	next = (__atomic_load_n(&SV()->actions[sig].idx, __ATOMIC_RELAXED) +
-		1) &
-	       1;
+	next = slot_not_in_force(sig);
 	if (!same_action(&SV()->actions[sig].slot[next], request_action()))
 		rw_die(call, &sv, "the signal table changed under its lock");
 	sv_write(call, sealed, &SV()->actions[sig].idx, &index_value[next],
@@ -478,9 +480,10 @@ record_wrapped(const char *call, bool unwrap)
 #if defined(__x86_64__)
 /*
  * The return from a handler the kernel makes: rt_sigreturn(2), in the
- * bytes of glibc's __restore_rt, which unwinders and debuggers recognise
- * (libgcc's x86-64 fallback, gdb). Ours, so that the kernel's action is
- * made without glibc's sigaction() and the copy it keeps on its stack.
+ * bytes of glibc's __restore_rt, which unwinders recognise (libgcc's
+ * x86-64 fallback: test fault_backtrace_unwinds_through_restorer). Ours, so
+ * that the kernel's action is made without glibc's sigaction() and the copy it
+ * keeps on its stack.
  */
 __asm__(".text\n\t"
 	".p2align 4\n\t"
@@ -496,7 +499,8 @@ RW_HIDDEN void rw_signal_restorer(void);
 
 /*
  * Give the kernel the action of the request's signal: entry() with the
- * program's mask and flags (@wrapped), or the program's action itself.
+ * program's mask and flags (the table says it is wrapped), or the
+ * program's action itself.
  * The kernel's struct is put into the table from registers and compared,
  * and rt_sigaction(2) reads it there, read-only. 0 or -errno.
  */
@@ -609,9 +613,7 @@ install_request(const char *call)
 {
 	long err;
 
-	signal_request_mine(call);
-	record_wrapped(call, false);
-	signal_request_mine(call);
+	record_wrapped(call, false); /* each checks the request is ours */
 	err = kernel_install(call);
 	if (!err)
 		return 0;

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <execinfo.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -249,6 +250,47 @@ TEST(fault_ignored_with_siginfo_is_ignored, EXPECT_PASS)
 	CHECK(sigaction(SIGSEGV, &sa, NULL) == 0);
 	CHECK(kill(getpid(), SIGSEGV) == 0);
 	CHECK(raise(SIGSEGV) == 0);
+}
+
+/*
+ * The kernel's action for a wrapped signal returns through the library's
+ * own restorer (signal.c): an unwinder must still walk from the handler
+ * through the signal frame to the function the signal interrupted, as it
+ * does through glibc's, whose bytes the restorer has.
+ */
+static volatile int unwound;
+/* The return address into the test from the function that raises: where
+ * the walk must arrive. */
+static void *volatile raise_return;
+
+static void backtrace_handler(int sig)
+{
+	void *frames[32];
+	int n = backtrace(frames, 32);
+
+	(void)sig;
+	for (int i = 0; i < n; i++)
+		if (frames[i] == raise_return)
+			unwound = 1;
+}
+
+static __attribute__((noinline)) void raise_segv(void)
+{
+	raise_return = __builtin_return_address(0);
+	raise(SIGSEGV);
+}
+
+TEST(fault_backtrace_unwinds_through_restorer, EXPECT_PASS)
+{
+	struct sigaction sa = {.sa_handler = backtrace_handler};
+	void *warm[2];
+
+	backtrace(warm, 2); /* loads the unwinder outside the handler */
+	sigemptyset(&sa.sa_mask);
+	init();
+	CHECK(sigaction(SIGSEGV, &sa, NULL) == 0);
+	raise_segv();
+	CHECK(unwound);
 }
 
 /* Handlers of other signals keep working, and may read protected data
