@@ -367,6 +367,19 @@ struct ll_run {
 	uintptr_t array;
 	bool attacked;
 };
+/* The modes that rewrite each word a map changes, by mode (the others
+ * find an array or a segment first). */
+static uintptr_t (*const ll_map_of[])(uintptr_t v, void *arg) = {
+	[LL_DESTINATION] = ll_map_destination,
+	[LL_VALUE] = ll_map_value,
+	[LL_SIGACTION] = ll_map_action,
+	[LL_SIGHANDLER] = ll_map_handler,
+	[LL_SIGNAL] = ll_map_handler,
+	[LL_SIGENTRY] = ll_map_entry,
+	[LL_SIGRESTORER] = ll_map_restorer,
+	[LL_CURSOR] = NULL,
+	[LL_SEG_END] = NULL,
+};
 
 /* At each stop of a victim of ll_round(). */
 static long ll_stop(pid_t pid, enum attack_stop stop,
@@ -381,24 +394,9 @@ static long ll_stop(pid_t pid, enum attack_stop stop,
 		return PTRACE_SYSCALL;
 	sp_top = attack_trace_peek(pid, &ll_victim_sp);
 	attack_begin();
-	if (run->mode == LL_DESTINATION) {
+	if (ll_map_of[run->mode]) {
 		run->rewritten = attack_trace_rewrite(
-			pid, lo, sp_top, ll_map_destination, NULL, 0);
-	} else if (run->mode == LL_SIGACTION) {
-		run->rewritten = attack_trace_rewrite(pid, lo, sp_top,
-						      ll_map_action, NULL, 0);
-	} else if (run->mode == LL_SIGHANDLER || run->mode == LL_SIGNAL) {
-		run->rewritten = attack_trace_rewrite(pid, lo, sp_top,
-						      ll_map_handler, NULL, 0);
-	} else if (run->mode == LL_SIGENTRY) {
-		run->rewritten = attack_trace_rewrite(pid, lo, sp_top,
-						      ll_map_entry, NULL, 0);
-	} else if (run->mode == LL_SIGRESTORER) {
-		run->rewritten = attack_trace_rewrite(pid, lo, sp_top,
-						      ll_map_restorer, NULL, 0);
-	} else if (run->mode == LL_VALUE) {
-		run->rewritten = attack_trace_rewrite(pid, lo, sp_top,
-						      ll_map_value, NULL, 0);
+			pid, lo, sp_top, ll_map_of[run->mode], NULL, 0);
 	} else if (run->mode == LL_CURSOR) {
 		run->array = ll_find_array(pid, lo, sp_top);
 		run->rewritten = attack_trace_rewrite(

@@ -357,15 +357,18 @@ static void check_span_child(void *unused)
 	_exit(span[0] == span[sizeof(span) / sizeof(span[0]) - 1] ? 0 : 20);
 }
 
-TEST(fork_while_copying_snapshots_consistently, EXPECT_PASS)
+/* Fork @children children while @writer writes on another thread; each
+ * child checks what it copied with @check. */
+static void fork_beside_writer(void *(*writer)(void *), void (*check)(void *),
+			       int children)
 {
 	pthread_t t;
 
 	setup();
 	stop_writer = false;
-	CHECK(pthread_create(&t, NULL, span_writer, NULL) == 0);
-	for (int i = 0; i < 30; i++) {
-		int status = run_in_child(check_span_child, NULL);
+	CHECK(pthread_create(&t, NULL, writer, NULL) == 0);
+	for (int i = 0; i < children; i++) {
+		int status = run_in_child(check, NULL);
 
 		if (status != CHILD_OK)
 			fprintf(stderr, "child %d: status %#x\n", i, status);
@@ -373,6 +376,11 @@ TEST(fork_while_copying_snapshots_consistently, EXPECT_PASS)
 	}
 	stop_writer = true;
 	pthread_join(t, NULL);
+}
+
+TEST(fork_while_copying_snapshots_consistently, EXPECT_PASS)
+{
+	fork_beside_writer(span_writer, check_span_child, 30);
 	CHECK(span[0] > 0 &&
 	      span[0] == span[sizeof(span) / sizeof(span[0]) - 1]);
 }
@@ -409,20 +417,7 @@ static void check_list_child(void *unused)
 
 TEST(fork_while_linking_sees_whole_lists, EXPECT_PASS)
 {
-	pthread_t t;
-
-	setup();
-	stop_writer = false;
-	CHECK(pthread_create(&t, NULL, list_writer, NULL) == 0);
-	for (int i = 0; i < 10; i++) {
-		int status = run_in_child(check_list_child, NULL);
-
-		if (status != CHILD_OK)
-			fprintf(stderr, "child %d: status %#x\n", i, status);
-		CHECK(status == CHILD_OK);
-	}
-	stop_writer = true;
-	pthread_join(t, NULL);
+	fork_beside_writer(list_writer, check_list_child, 10);
 	CHECK(flist.head.next == &flist.head);
 }
 
